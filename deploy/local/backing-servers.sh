@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Local backing servers on 127.0.0.1: an S3 server (versitygw, posix backend), a MongoDB-compatible
+# server (FerretDB v1 with SQLite) and Redis. Data lives in a temp dir.
+#
+#   deploy/local/backing-servers.sh install   build/install what is missing (pinned versions)
+#   deploy/local/backing-servers.sh start     install if needed, start what is not running, wait until ready
+#   deploy/local/backing-servers.sh stop      stop what start started
+#   deploy/local/backing-servers.sh env       print the connection settings as shell exports
+set -euo pipefail
+
+FERRETDB_VERSION=v1.24.2
+VERSITYGW_VERSION=v1.7.0
+
+TOOLS_DIR=${CP_TOOLS_DIR:-$HOME/.cache/content-platform/bin}
+STATE_DIR=${CP_STATE_DIR:-${TMPDIR:-/tmp}/content-platform-servers}
+S3_PORT=${CP_S3_PORT:-9000}
+MONGO_PORT=${CP_MONGO_PORT:-27017}
+REDIS_PORT=${CP_REDIS_PORT:-6379}
+S3_ACCESS_KEY=${CP_S3_ACCESS_KEY:-localdev}
+S3_SECRET_KEY=${CP_S3_SECRET_KEY:-localdev-secret}
+
+log() { printf 'backing-servers: %s\n' "$*" >&2; }
+
+need_go() {
+  command -v go >/dev/null 2>&1 || { [ -x /usr/local/go/bin/go ] && export PATH=$PATH:/usr/local/go/bin; }
+  command -v go >/dev/null 2>&1 || { log "Go is needed to build the servers; installing golang-go"; apt_install golang-go; }
+}
+
+apt_install() {
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
+install_ferretdb() {
+  [ -x "$TOOLS_DIR/ferretdb" ] && return
+  need_go
+  log "building FerretDB $FERRETDB_VERSION (about a minute)"
+  local work; work=$(mktemp -d)
+  # The module is built from its own source tree so that its go.sum pins every dependency;
+  # FerretDB refuses to start without build/version/version.txt, which `go install` leaves out.
+  (cd "$work" && go mod init local/ferretdb-build >/dev/null 2>&1 && GOFLAGS=-mod=mod go get "github.com/FerretDB/FerretDB/cmd/ferretdb@$FERRETDB_VERSION" >/dev/null 2>&1)
+  local src; src=$(cd "$work" && go list -m -f '{{.Dir}}' github.com/FerretDB/FerretDB)
+  cp -r "$src" "$work/src" && chmod -R u+w "$work/src"
+  echo "$FERRETDB_VERSION" > "$work/src/build/version/version.txt"
+  mkdir -p "$TOOLS_DIR"
+  (cd "$work/src" && GOFLAGS=-buildvcs=false go build -o "$TOOLS_DIR/ferretdb" ./cmd/ferretdb)
+  rm -rf "$work"
+}
+
+install_versitygw() {
+  [ -x "$TOOLS_DIR/versitygw" ] && return
+  need_go
+  log "building versitygw $VERSITYGW_VERSION (about two minutes)"
+  mkdir -p "$TOOLS_DIR"
+  GOBIN="$TOOLS_DIR" GOFLAGS=-buildvcs=false go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+}
+
+install_redis() {
+  command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 && return
+  log "installing redis-server"
+  apt_install redis-server
+}
+
+install() {
+  install_redis
+  install_ferretdb
+  install_versitygw
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() {
+  local name=$1 port=$2
+  for _ in $(seq 1 100); do port_open "$port" && return 0; sleep 0.1; done
+  log "$name did not open 127.0.0.1:$port; see $STATE_DIR/$name.log"; return 1
+}
+
+start() {
+  install
+  mkdir -p "$STATE_DIR"
+  if redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1; then
+    log "redis already answers on 127.0.0.1:$REDIS_PORT"
+  else
+    mkdir -p "$STATE_DIR/redis"
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \
+      --dir "$STATE_DIR/redis" --logfile "$STATE_DIR/redis.log" --pidfile "$STATE_DIR/redis.pid"
+    wait_port redis "$REDIS_PORT"
+  fi
+  if port_open "$MONGO_PORT"; then
+    log "something already listens on 127.0.0.1:$MONGO_PORT; using it as MongoDB"
+  else
+    mkdir -p "$STATE_DIR/ferretdb"
+    nohup "$TOOLS_DIR/ferretdb" --handler=sqlite --sqlite-url="file:$STATE_DIR/ferretdb/" \
+      --listen-addr="127.0.0.1:$MONGO_PORT" --state-dir=- --debug-addr=- --telemetry=disable --log-level=warn \
+      >"$STATE_DIR/ferretdb.log" 2>&1 &
+    echo $! > "$STATE_DIR/ferretdb.pid"
+    wait_port ferretdb "$MONGO_PORT"
+  fi
+  if port_open "$S3_PORT"; then
+    log "something already listens on 127.0.0.1:$S3_PORT; using it as S3"
+  else
+    mkdir -p "$STATE_DIR/s3"
+    ROOT_ACCESS_KEY="$S3_ACCESS_KEY" ROOT_SECRET_KEY="$S3_SECRET_KEY" nohup "$TOOLS_DIR/versitygw" \
+      --port "127.0.0.1:$S3_PORT" --quiet --keep-alive posix "$STATE_DIR/s3" >"$STATE_DIR/versitygw.log" 2>&1 &
+    echo $! > "$STATE_DIR/versitygw.pid"
+    wait_port versitygw "$S3_PORT"
+  fi
+  log "ready: S3 http://127.0.0.1:$S3_PORT, MongoDB mongodb://127.0.0.1:$MONGO_PORT, Redis redis://127.0.0.1:$REDIS_PORT (data in $STATE_DIR)"
+}
+
+stop() {
+  for name in versitygw ferretdb redis; do
+    local pidfile="$STATE_DIR/$name.pid"
+    if [ -f "$pidfile" ]; then
+      kill "$(cat "$pidfile")" 2>/dev/null || true
+      rm -f "$pidfile"
+      log "stopped $name"
+    fi
+  done
+}
+
+print_env() {
+  cat <<ENV
+export S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+export S3_ACCESS_KEY_ID=$S3_ACCESS_KEY
+export S3_SECRET_ACCESS_KEY=$S3_SECRET_KEY
+export MONGODB_URL=mongodb://127.0.0.1:$MONGO_PORT/
+export REDIS_URL=redis://127.0.0.1:$REDIS_PORT
+ENV
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) start ;;
+  stop) stop ;;
+  env) print_env ;;
+  *) echo "usage: $0 install|start|stop|env" >&2; exit 2 ;;
+esac

@@ -1,0 +1,65 @@
+import { readFileSync } from 'node:fs';
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
+import type { Principal } from './Principal';
+
+export interface BearerVerifierOptions {
+  /** Remote JWKS (fetched and cached by jose), or */
+  jwksUrl?: string;
+  /** a local JWKS file (read once). */
+  jwksFile?: string;
+  issuer: string;
+  audience: string;
+  /** Accepted JWS algorithms; anything else is rejected before the signature is checked. */
+  algorithms: string[];
+  /** Claim holding the owner ids the token may act for (a string array, or one string). */
+  ownersClaim: string;
+  /** Allowed clock skew in seconds for exp/nbf. */
+  clockToleranceSeconds?: number;
+}
+
+export class InvalidBearerToken extends Error {
+  override readonly name = 'InvalidBearerToken';
+}
+
+/** Verifies OpenID Connect access tokens with jose: signature, iss, aud, exp, nbf, alg. */
+export class BearerVerifier {
+  private readonly keys: Parameters<typeof jwtVerify>[1];
+
+  constructor(private readonly options: BearerVerifierOptions) {
+    if (options.jwksUrl) {
+      this.keys = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+    } else if (options.jwksFile) {
+      this.keys = createLocalJWKSet(JSON.parse(readFileSync(options.jwksFile, 'utf8')));
+    } else {
+      throw new Error('BearerVerifier needs jwksUrl or jwksFile');
+    }
+  }
+
+  async verify(token: string): Promise<Principal> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, this.keys, {
+        issuer: this.options.issuer,
+        audience: this.options.audience,
+        algorithms: this.options.algorithms,
+        clockTolerance: this.options.clockToleranceSeconds ?? 30,
+        requiredClaims: ['exp', 'sub'],
+      }));
+    } catch (error) {
+      if (error instanceof errors.JOSEError) throw new InvalidBearerToken(describe(error), { cause: error });
+      throw error;
+    }
+    const claim = payload[this.options.ownersClaim];
+    const owners = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim.filter((o): o is string => typeof o === 'string') : [];
+    return { kind: 'bearer', subject: payload.sub!, owners: owners.map((o) => o.toLowerCase()) };
+  }
+}
+
+function describe(error: InstanceType<typeof errors.JOSEError>): string {
+  if (error instanceof errors.JWTExpired) return 'the token has expired';
+  if (error instanceof errors.JWTClaimValidationFailed) return `the token's ${error.claim} claim is not acceptable`;
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'the token signature does not verify';
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'the token algorithm is not allowed';
+  if (error instanceof errors.JWKSNoMatchingKey) return 'no trusted key matches the token';
+  return 'the token is not a valid JWT';
+}

@@ -1,0 +1,3 @@
+export { BearerVerifier, InvalidBearerToken, type BearerVerifierOptions } from './BearerVerifier';
+export { type Principal } from './Principal';
+export { parseAuthorization, type PresentedCredential } from './parseAuthorization';

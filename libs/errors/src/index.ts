@@ -1,0 +1,2 @@
+export { ServiceError, type ServiceErrorOptions } from './ServiceError';
+export { contentsErrorBody, type ContentsErrorBody } from './contentsErrorBody';

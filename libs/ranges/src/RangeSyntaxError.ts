@@ -1,0 +1,4 @@
+/** A Range or Content-Range header that cannot be understood; the service answers 400. */
+export class RangeSyntaxError extends Error {
+  override readonly name = 'RangeSyntaxError';
+}

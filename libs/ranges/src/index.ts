@@ -1,0 +1,3 @@
+export { parseContentRange, type ContentRange } from './contentRange';
+export { parseRange, resolveRange, type RangeRequest, type ResolvedRange } from './range';
+export { RangeSyntaxError } from './RangeSyntaxError';

@@ -1,0 +1,47 @@
+import { RangeSyntaxError } from './RangeSyntaxError';
+
+/**
+ * A download's Range header. `seed` is the API's own form `bytes a-b/total` (answered 200);
+ * the RFC 9110 forms (`bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206.
+ */
+export type RangeRequest =
+  | { form: 'seed'; first: number; last: number }
+  | { form: 'rfc'; first: number; last: number | null }
+  | { form: 'rfc-suffix'; length: number };
+
+export type ResolvedRange = { satisfiable: true; start: number; end: number } | { satisfiable: false };
+
+const SEED = /^bytes ([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
+const RFC = /^bytes=([0-9]{0,20})-([0-9]{0,20})$/i;
+
+export function parseRange(header: string): RangeRequest {
+  const value = header.trim();
+  const seed = SEED.exec(value);
+  if (seed) {
+    const first = Number(seed[1]);
+    const last = Number(seed[2]);
+    if (first > last) throw new RangeSyntaxError(`Range start ${first} is after its end ${last}`);
+    return { form: 'seed', first, last };
+  }
+  if (value.includes(',')) throw new RangeSyntaxError('multiple ranges in one request are not supported');
+  const rfc = RFC.exec(value);
+  if (!rfc || (rfc[1] === '' && rfc[2] === '')) {
+    throw new RangeSyntaxError(`Range ${JSON.stringify(header)} is not "bytes=a-b", "bytes=a-", "bytes=-n" or "bytes a-b/total"`);
+  }
+  if (rfc[1] === '') return { form: 'rfc-suffix', length: Number(rfc[2]) };
+  const first = Number(rfc[1]);
+  const last = rfc[2] === '' ? null : Number(rfc[2]);
+  if (last !== null && first > last) throw new RangeSyntaxError(`Range start ${first} is after its end ${last}`);
+  return { form: 'rfc', first, last };
+}
+
+/** Applies a parsed range to a content of `total` bytes: ends past the content are clipped. */
+export function resolveRange(range: RangeRequest, total: number): ResolvedRange {
+  if (range.form === 'rfc-suffix') {
+    if (range.length === 0 || total === 0) return { satisfiable: false };
+    return { satisfiable: true, start: Math.max(0, total - range.length), end: total - 1 };
+  }
+  if (range.first >= total) return { satisfiable: false };
+  const last = range.last === null ? total - 1 : Math.min(range.last, total - 1);
+  return { satisfiable: true, start: range.first, end: last };
+}

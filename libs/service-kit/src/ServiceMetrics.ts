@@ -1,0 +1,46 @@
+import type { RequestHandler } from 'express';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+/** Prometheus metrics of one service: process defaults plus HTTP request counts and durations. */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly duration: Histogram<'method' | 'route' | 'status'>;
+  readonly bytes: Counter<'direction'>;
+
+  constructor(service: string) {
+    this.registry.setDefaultLabels({ service });
+    collectDefaultMetrics({ register: this.registry });
+    this.duration = new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300],
+      registers: [this.registry],
+    });
+    this.bytes = new Counter({
+      name: 'content_bytes_total',
+      help: 'Content bytes moved, by direction',
+      labelNames: ['direction'],
+      registers: [this.registry],
+    });
+  }
+
+  /** Times each request; `route` is the matched express route, or the first path segment. */
+  middleware(): RequestHandler {
+    return (req, res, next) => {
+      const end = this.duration.startTimer();
+      res.on('close', () => {
+        const route = (req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`;
+        end({ method: req.method, route: `${req.baseUrl}${route}`, status: String(res.statusCode) });
+      });
+      next();
+    };
+  }
+
+  handler(): RequestHandler {
+    return async (_req, res) => {
+      res.setHeader('Content-Type', this.registry.contentType);
+      res.end(await this.registry.metrics());
+    };
+  }
+}

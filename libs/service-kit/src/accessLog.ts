@@ -1,0 +1,21 @@
+import type { RequestHandler } from 'express';
+import type { Logger } from '@cp/logging';
+
+/** One JSON line per finished (or aborted) request, with its request id. */
+export function accessLog(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    let logged = false;
+    const log = (outcome: 'finished' | 'aborted') => {
+      if (logged) return;
+      logged = true;
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const line = { reqId: req.id, method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(ms), outcome };
+      if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') logger.debug(line, 'request');
+      else logger.info(line, 'request');
+    };
+    res.on('finish', () => log('finished'));
+    res.on('close', () => log(res.writableFinished ? 'finished' : 'aborted'));
+    next();
+  };
+}

@@ -1,0 +1,5 @@
+export { requestId, REQUEST_ID_HEADER } from './requestId';
+export { ServiceMetrics } from './ServiceMetrics';
+export { healthRoutes, type ReadinessCheck } from './healthRoutes';
+export { runServer, type RunServerOptions, type RunningServer } from './runServer';
+export { accessLog } from './accessLog';

@@ -1,0 +1,36 @@
+import { env, parseEnv, z } from '@cp/config';
+
+/** Every setting of the content-service, read from the environment once at start-up. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  const c = parseEnv(
+    {
+      PORT: env.port(8081),
+      HOST: z.string().default('0.0.0.0'),
+      LOG_LEVEL: env.logLevel(),
+      MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+      MONGODB_DATABASE: z.string().min(1).default('content'),
+      S3_ENDPOINT: env.url().optional(),
+      S3_REGION: z.string().default('us-east-1'),
+      S3_BUCKET: z.string().min(3),
+      S3_ACCESS_KEY_ID: z.string().min(1),
+      S3_SECRET_ACCESS_KEY: z.string().min(1),
+      S3_FORCE_PATH_STYLE: env.bool(true),
+      S3_CREATE_BUCKET: env.bool(false),
+      JWT_ISSUER: z.string().min(1).optional(),
+      JWT_AUDIENCE: z.string().min(1).default('content-api'),
+      JWT_JWKS_URL: env.url().optional(),
+      JWT_JWKS_FILE: z.string().min(1).optional(),
+      JWT_ALGORITHMS: env.list().default('RS256,ES256,EdDSA'),
+      JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
+      SESSION_SERVICE_URL: env.url().optional(),
+      UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 60),
+      COMPLETION_LEASE_SECONDS: env.int(120, 5),
+      REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
+      SHUTDOWN_GRACE_MS: env.int(60_000, 0),
+    },
+    source,
+  );
+  return c;
+}
+
+export type ContentServiceConfig = ReturnType<typeof loadConfig>;

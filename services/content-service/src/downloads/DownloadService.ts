@@ -1,0 +1,52 @@
+import { ServiceError } from '@cp/errors';
+import { resolveRange, type RangeRequest } from '@cp/ranges';
+import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
+import type { ObjectStore, StoredObject } from '../store/ObjectStore';
+import type { UploadService } from '../uploads/UploadService';
+
+/** What a download answers: the headers are decided before the first byte is read. */
+export interface DownloadPlan {
+  record: ContentRecord & { total: number };
+  /** 200 (whole content, or the seed's `bytes a-b/total` form) or 206 (RFC 9110 ranges). */
+  status: 200 | 206;
+  /** Inclusive byte range served; null for an empty content. */
+  range: { start: number; end: number } | null;
+  /** Whether to send Content-Range (any Range request). */
+  withContentRange: boolean;
+}
+
+/** Serves ready contents by byte range straight from S3. */
+export class DownloadService {
+  constructor(
+    private readonly contents: ContentRepository,
+    private readonly objects: ObjectStore,
+    private readonly uploads: UploadService,
+  ) {}
+
+  async plan(ownerId: string, id: string, range: RangeRequest | null): Promise<DownloadPlan> {
+    let record = await this.contents.find(ownerId, id);
+    if (!record) throw ServiceError.notFound('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+    if (record.state === 'completing') record = await this.uploads.resumeStuckCompletion(record);
+    if (record.state !== 'ready' || record.total === null) {
+      throw ServiceError.conflict('contentNotReady', 'the content is still being uploaded; it can be downloaded once all its parts are in');
+    }
+    const ready = record as ContentRecord & { total: number };
+    const total = ready.total;
+    if (range === null || total === 0) {
+      // An empty content has no satisfiable range; it is answered whole (RFC 9110 lets a server ignore Range).
+      return { record: ready, status: 200, range: total === 0 ? null : { start: 0, end: total - 1 }, withContentRange: false };
+    }
+    const resolved = resolveRange(range, total);
+    if (!resolved.satisfiable) {
+      throw new ServiceError(416, 'rangeNotSatisfiable', `the content has ${total} bytes; the range starts past its end`, {
+        headers: { 'Content-Range': `bytes */${total}` },
+      });
+    }
+    return { record: ready, status: range.form === 'seed' ? 200 : 206, range: { start: resolved.start, end: resolved.end }, withContentRange: true };
+  }
+
+  async open(plan: DownloadPlan, signal: AbortSignal): Promise<StoredObject | null> {
+    if (plan.range === null) return null;
+    return this.objects.getRange(plan.record.s3Key, plan.range.start, plan.range.end, signal);
+  }
+}

@@ -1,0 +1,45 @@
+import type { RequestHandler } from 'express';
+import { BearerVerifier, InvalidBearerToken, parseAuthorization, type Principal } from '@cp/credentials';
+import { ServiceError } from '@cp/errors';
+
+/** Validates an `auth.sid` with the session-service; null when the session is unknown or over. */
+export interface SessionValidator {
+  validate(sid: string): Promise<Principal | null>;
+}
+
+declare module 'http' {
+  interface IncomingMessage {
+    principal?: Principal;
+  }
+}
+
+/** Resolves the request's credential (Bearer JWT, or auth.sid from header or cookie) to a Principal. */
+export function authenticate(bearer: BearerVerifier | null, sessions: SessionValidator | null): RequestHandler {
+  return async (req, _res, next) => {
+    const presented = parseAuthorization(req.headers.authorization, req.headers.cookie);
+    switch (presented.scheme) {
+      case 'none':
+        throw ServiceError.unauthorized('missingCredentials', 'send Authorization: Bearer <token> or an auth.sid session');
+      case 'malformed':
+        throw ServiceError.unauthorized('malformedCredentials', presented.reason);
+      case 'bearer': {
+        if (!bearer) throw ServiceError.unauthorized('bearerNotAccepted', 'this deployment does not accept Bearer tokens');
+        try {
+          req.principal = await bearer.verify(presented.token);
+        } catch (error) {
+          if (error instanceof InvalidBearerToken) throw ServiceError.unauthorized('invalidToken', error.message);
+          throw ServiceError.unavailable('identityProviderUnavailable', 'the token issuer keys could not be fetched', error);
+        }
+        break;
+      }
+      case 'auth.sid': {
+        if (!sessions) throw ServiceError.unauthorized('sessionsNotAccepted', 'this deployment does not accept auth.sid sessions');
+        const principal = await sessions.validate(presented.sid);
+        if (!principal) throw ServiceError.unauthorized('invalidSession', 'the session is unknown, expired or revoked');
+        req.principal = principal;
+        break;
+      }
+    }
+    next();
+  };
+}

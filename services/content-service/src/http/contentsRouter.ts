@@ -1,0 +1,88 @@
+import { Router, type Request, type Response } from 'express';
+import { pipeline } from 'node:stream/promises';
+import { ServiceError } from '@cp/errors';
+import { parseContentRange, parseRange } from '@cp/ranges';
+import type { DownloadService } from '../downloads/DownloadService';
+import type { UploadService } from '../uploads/UploadService';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The /v1 content API of SPEC §2: upload, upload by parts, download. */
+export function contentsRouter(uploads: UploadService, downloads: DownloadService): Router {
+  const router = Router();
+
+  router.post('/:ownerId/contents', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const outcome = await uploads.write({ ...readWriteHeaders(req), ownerId, contentId: null, body: req });
+    sendJson(res, 201, { id: outcome.id });
+  });
+
+  router.put('/:ownerId/contents/:contentId', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const contentId = requireUuid(String(req.params.contentId), 'contentId');
+    const headers = readWriteHeaders(req);
+    if (headers.range === null) throw ServiceError.badRequest('missingContentRange', 'PUT needs Content-Range: bytes a-b/total (or bytes a-b/*)');
+    const outcome = await uploads.write({ ...headers, ownerId, contentId, body: req });
+    sendJson(res, outcome.completedNow ? 201 : 200, { id: outcome.id, content: { id: outcome.id }, 'is-completed': outcome.completed });
+  });
+
+  router.get('/:ownerId/contents/:contentId', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const contentId = requireUuid(String(req.params.contentId), 'contentId');
+    const rangeHeader = req.headers.range;
+    const plan = await downloads.plan(ownerId, contentId, rangeHeader === undefined ? null : parseRange(rangeHeader));
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const stored = await downloads.open(plan, abort.signal);
+    const length = plan.range === null ? 0 : plan.range.end - plan.range.start + 1;
+    res.status(plan.status);
+    res.setHeader('Content-Type', plan.record.contentType);
+    res.setHeader('Content-Length', String(length));
+    res.setHeader('Accept-Ranges', 'bytes');
+    if (plan.record.etag) res.setHeader('ETag', plan.record.etag);
+    if (plan.record.completedAt) res.setHeader('Last-Modified', plan.record.completedAt.toUTCString());
+    if (plan.withContentRange && plan.range) res.setHeader('Content-Range', `bytes ${plan.range.start}-${plan.range.end}/${plan.record.total}`);
+    if (!stored) {
+      res.end();
+      return;
+    }
+    try {
+      await pipeline(stored.body, res);
+    } catch {
+      // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
+      res.destroy();
+    }
+  });
+
+  return router;
+}
+
+function requireUuid(value: string, name: string): string {
+  if (!UUID.test(value)) throw ServiceError.badRequest('invalidId', `${name} ${JSON.stringify(value)} is not a UUID`);
+  return value.toLowerCase();
+}
+
+/** Checks the path's owner id and that the caller's credential may act for that owner. */
+function requireOwner(req: Request): string {
+  const ownerId = requireUuid(String(req.params.ownerId), 'ownerId');
+  const principal = req.principal;
+  if (!principal) throw ServiceError.unauthorized('missingCredentials', 'no credentials');
+  if (!principal.owners.includes(ownerId)) throw ServiceError.forbidden('ownerForbidden', `these credentials may not act for owner ${ownerId}`);
+  return ownerId;
+}
+
+function readWriteHeaders(req: Request) {
+  const rangeHeader = req.headers['content-range'];
+  const range = rangeHeader === undefined ? null : parseContentRange(rangeHeader);
+  const lengthHeader = req.headers['content-length'];
+  const chunked = /(^|,)\s*chunked\s*$/i.test(req.headers['transfer-encoding'] ?? '');
+  let declaredLength: number | null = null;
+  if (lengthHeader !== undefined) declaredLength = Number(lengthHeader);
+  else if (!chunked) throw new ServiceError(411, 'lengthRequired', 'send Content-Length (or a chunked body)');
+  const contentType = req.headers['content-type'] ?? null;
+  return { range, declaredLength, contentType };
+}
+
+function sendJson(res: Response, status: number, body: unknown): void {
+  res.status(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
+}

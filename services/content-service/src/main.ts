@@ -1,0 +1,102 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { S3Client } from '@aws-sdk/client-s3';
+import { MongoClient } from 'mongodb';
+import { ConfigError } from '@cp/config';
+import { BearerVerifier } from '@cp/credentials';
+import { createLogger } from '@cp/logging';
+import { runServer, ServiceMetrics } from '@cp/service-kit';
+import { buildApp } from './app';
+import { loadConfig } from './config';
+import { DownloadService } from './downloads/DownloadService';
+import { HttpSessionValidator } from './http/HttpSessionValidator';
+import { ContentRepository } from './store/ContentRepository';
+import { ObjectStore } from './store/ObjectStore';
+import { UploadService } from './uploads/UploadService';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ service: 'content-service', level: config.LOG_LEVEL });
+
+  const s3 = new S3Client({
+    endpoint: config.S3_ENDPOINT,
+    region: config.S3_REGION,
+    forcePathStyle: config.S3_FORCE_PATH_STYLE,
+    credentials: { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY },
+    // Parts are streamed with their exact length; no whole-body checksums computed up front.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: {
+      httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
+      httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
+      connectionTimeout: 5_000,
+      requestTimeout: config.REQUEST_IDLE_TIMEOUT_MS,
+    },
+    maxAttempts: 2,
+  });
+  const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
+  await mongo.connect();
+  const db = mongo.db(config.MONGODB_DATABASE);
+
+  const contents = new ContentRepository(db);
+  await contents.ensureIndexes();
+  const objects = new ObjectStore(s3, config.S3_BUCKET);
+  if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
+  const ttlDays = Math.max(1, Math.ceil(config.UPLOAD_TTL_SECONDS / 86_400) + 1);
+  const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays).catch(() => false);
+  logger.info({ lifecycleRule: lifecycle, days: ttlDays }, lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads');
+
+  const uploads = new UploadService(contents, objects, {
+    uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
+    completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,
+  });
+  const downloads = new DownloadService(contents, objects, uploads);
+  const bearer =
+    config.JWT_ISSUER && (config.JWT_JWKS_URL || config.JWT_JWKS_FILE)
+      ? new BearerVerifier({
+          issuer: config.JWT_ISSUER,
+          audience: config.JWT_AUDIENCE,
+          jwksUrl: config.JWT_JWKS_URL,
+          jwksFile: config.JWT_JWKS_FILE,
+          algorithms: config.JWT_ALGORITHMS,
+          ownersClaim: config.JWT_OWNERS_CLAIM,
+        })
+      : null;
+  const sessions = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL) : null;
+  if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
+
+  let draining = false;
+  const metrics = new ServiceMetrics('content-service');
+  const app = buildApp({
+    logger,
+    metrics,
+    uploads,
+    downloads,
+    bearer,
+    sessions,
+    isDraining: () => draining,
+    readiness: [
+      { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) },
+      { name: 's3', check: () => objects.ping() },
+    ],
+  });
+  await runServer(app, {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS,
+    onDraining: () => {
+      draining = true;
+    },
+    onShutdown: async () => {
+      await mongo.close();
+      s3.destroy();
+    },
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`content-service: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

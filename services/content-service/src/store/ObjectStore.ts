@@ -1,0 +1,137 @@
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutBucketLifecycleConfigurationCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+
+export interface StoredObject {
+  body: Readable;
+  contentLength: number;
+}
+
+/** Everything the content-service asks of S3, behind one small class. */
+export class ObjectStore {
+  constructor(
+    private readonly s3: S3Client,
+    readonly bucket: string,
+  ) {}
+
+  async ensureBucket(): Promise<void> {
+    try {
+      await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      try {
+        await this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }));
+      } catch (createError) {
+        if (!(createError instanceof S3ServiceException && /BucketAlready(Exists|OwnedByYou)/.test(createError.name))) throw createError;
+      }
+    }
+  }
+
+  /** The backstop for uploads the sweeper never saw; not every S3 server supports it. */
+  async setAbortIncompleteUploadsRule(days: number): Promise<boolean> {
+    try {
+      await this.s3.send(
+        new PutBucketLifecycleConfigurationCommand({
+          Bucket: this.bucket,
+          LifecycleConfiguration: {
+            Rules: [{ ID: 'abort-incomplete-multipart-uploads', Status: 'Enabled', Filter: { Prefix: '' }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: days } }],
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof S3ServiceException && (error.$metadata.httpStatusCode ?? 500) < 500) return false;
+      throw error;
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
+  }
+
+  async putObject(key: string, body: Readable, contentLength: number, contentType: string): Promise<string> {
+    const out = await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }));
+    return out.ETag ?? '';
+  }
+
+  async createMultipartUpload(key: string, contentType: string): Promise<string> {
+    const out = await this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }));
+    if (!out.UploadId) throw new Error('S3 returned no UploadId');
+    return out.UploadId;
+  }
+
+  /** Streams exactly `contentLength` bytes into part `partNumber`; returns its ETag. */
+  async uploadPart(key: string, uploadId: string, partNumber: number, body: Readable, contentLength: number): Promise<string> {
+    const out = await this.s3.send(
+      new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: contentLength }),
+    );
+    if (!out.ETag) throw new Error('S3 returned no ETag for the part');
+    return out.ETag;
+  }
+
+  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<string> {
+    const out = await this.s3.send(
+      new CompleteMultipartUploadCommand({
+        Bucket: this.bucket,
+        Key: key,
+        UploadId: uploadId,
+        MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
+      }),
+    );
+    return out.ETag ?? '';
+  }
+
+  async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
+    try {
+      await this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+
+  /** The object's size and ETag, or null when it does not exist. */
+  async head(key: string): Promise<{ contentLength: number; etag: string } | null> {
+    try {
+      const out = await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { contentLength: out.ContentLength ?? 0, etag: out.ETag ?? '' };
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Streams bytes [start, end] (inclusive) of an object. */
+  async getRange(key: string, start: number, end: number, signal?: AbortSignal): Promise<StoredObject> {
+    const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal: signal });
+    return { body: out.Body as Readable, contentLength: out.ContentLength ?? end - start + 1 };
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+  }
+}
+
+export function isNotFound(error: unknown): boolean {
+  if (!(error instanceof S3ServiceException)) return false;
+  return error.$metadata.httpStatusCode === 404 || ['NoSuchKey', 'NotFound', 'NoSuchUpload', 'NoSuchBucket'].includes(error.name);
+}
+
+/** A failure of S3 itself (network, 5xx), as opposed to a refusal of this request. */
+export function isS3Unavailable(error: unknown): boolean {
+  if (error instanceof S3ServiceException) return (error.$metadata.httpStatusCode ?? 500) >= 500;
+  const code = (error as { code?: string } | null)?.code;
+  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND'].includes(code);
+}

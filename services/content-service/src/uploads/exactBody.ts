@@ -1,0 +1,24 @@
+import type { Readable } from 'node:stream';
+import { ExactLengthStream } from './ExactLengthStream';
+
+/** The client went away before its body was complete. */
+export class ClientDisconnected extends Error {
+  override readonly name = 'ClientDisconnected';
+  constructor() {
+    super('the client closed the connection before the body was complete');
+  }
+}
+
+/**
+ * Wraps a request body so that whatever reads it gets exactly `expected` bytes or an error:
+ * a short body, a long body and a dropped connection all fail the stream.
+ */
+export function exactBody(source: Readable, expected: number): ExactLengthStream {
+  const counted = new ExactLengthStream(expected);
+  source.on('error', (error) => counted.destroy(error));
+  source.on('close', () => {
+    if (!source.readableEnded) counted.destroy(new ClientDisconnected());
+  });
+  source.pipe(counted);
+  return counted;
+}
