@@ -10,6 +10,7 @@ const shared = {
 
 module.exports = {
   reporters: ['default', '<rootDir>/scripts/jest-summary-reporter.js'],
+  testTimeout: 300_000,
   projects: [
     {
       ...shared,
@@ -25,7 +26,6 @@ module.exports = {
       testMatch: ['<rootDir>/{libs,services}/*/test/**/*.int.test.ts', '<rootDir>/test-e2e/**/*.e2e.test.ts'],
       globalSetup: '<rootDir>/test-e2e/support/globalSetup.js',
       globalTeardown: '<rootDir>/test-e2e/support/globalTeardown.js',
-      testTimeout: 180_000,
     },
   ],
 };

@@ -1,1 +1,23 @@
-module.exports = async () => {};
+// Starts one stack (gateway + services) for the whole `system` test run, against the backing
+// servers scripts/test.sh started. Tests read where it listens from process.env.
+const fs = require('node:fs');
+const path = require('node:path');
+const { startStack, ROOT } = require('../../scripts/stack');
+
+module.exports = async () => {
+  const prefix = `t${Date.now().toString(36)}`;
+  const logDir = path.join(ROOT, '.local', 'test-logs', prefix);
+  const stack = await startStack({ prefix, logDir, env: { LOG_LEVEL: 'warn' } });
+  globalThis.__STACK__ = stack;
+  const info = {
+    prefix,
+    gatewayUrl: stack.gatewayUrl,
+    keysDir: stack.keysDir,
+    logDir,
+    backing: stack.backing,
+    services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, pid: s.pid }])),
+  };
+  process.env.CP_TEST_STACK = JSON.stringify(info);
+  Object.assign(process.env, stack.backing);
+  fs.mkdirSync(path.join(ROOT, '.local'), { recursive: true });
+};

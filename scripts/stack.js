@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+// Starts the services of the system as child processes against the local backing servers.
+// Used by `scripts/start.sh` (foreground, until Ctrl-C) and by the test global setup.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+
+const ROOT = path.join(__dirname, '..');
+const DEV_ISSUER = 'content-platform-dev';
+
+/** Backing-server settings, as deploy/local/backing-servers.sh starts them. */
+function backingEnv() {
+  return {
+    S3_ENDPOINT: process.env.S3_ENDPOINT || `http://127.0.0.1:${process.env.CP_S3_PORT || 9000}`,
+    S3_ACCESS_KEY_ID: process.env.S3_ACCESS_KEY_ID || process.env.CP_S3_ACCESS_KEY || 'localdev',
+    S3_SECRET_ACCESS_KEY: process.env.S3_SECRET_ACCESS_KEY || process.env.CP_S3_SECRET_KEY || 'localdev-secret',
+    MONGODB_URL: process.env.MONGODB_URL || `mongodb://127.0.0.1:${process.env.CP_MONGO_PORT || 27017}/`,
+    REDIS_URL: process.env.REDIS_URL || `redis://127.0.0.1:${process.env.CP_REDIS_PORT || 6379}`,
+  };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitReady(url, child, logFile, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`${url} exited with ${child.exitCode} before it was ready:\n${tail(logFile)}`);
+    }
+    try {
+      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} was not ready within ${timeoutMs} ms:\n${tail(logFile)}`);
+}
+
+function tail(file) {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-30).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/**
+ * Starts one service from its build output. Returns { name, url, port, child, logFile, stop }.
+ * `stop(signal)` resolves with the exit code.
+ */
+async function startService(name, { port, env, logDir }) {
+  port = port || (await freePort());
+  fs.mkdirSync(logDir, { recursive: true });
+  const logFile = path.join(logDir, `${name}-${port}.log`);
+  const out = fs.openSync(logFile, 'a');
+  const entry = path.join(ROOT, 'services', name, 'dist', 'main.js');
+  if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: run "pnpm build" first`);
+  const child = spawn(process.execPath, [entry], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', out, out],
+  });
+  fs.closeSync(out);
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  const stop = async (signal = 'SIGTERM') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  await waitReady(url, child, logFile);
+  return { name, url, port, pid: child.pid, child, logFile, exited, stop };
+}
+
+/**
+ * Starts content-service and gateway (and the sign-in services once they exist) with their own
+ * database names and bucket, so that parallel stacks do not meet.
+ */
+async function startStack(opts = {}) {
+  const prefix = opts.prefix || 'local';
+  const logDir = opts.logDir || path.join(ROOT, '.local', 'logs');
+  const keysDir = opts.keysDir || path.join(ROOT, '.local', 'dev-keys');
+  const { DevKeys } = require('@cp/credentials');
+  await new DevKeys(keysDir).ensure();
+  const backing = backingEnv();
+  const ports = opts.ports || {};
+  const services = [];
+  const common = { LOG_LEVEL: process.env.LOG_LEVEL || 'info', ...(opts.env || {}) };
+  try {
+    const content = await startService('content-service', {
+      port: ports.content,
+      logDir,
+      env: {
+        ...backing,
+        ...common,
+        MONGODB_DATABASE: `${prefix}-content`,
+        S3_BUCKET: `${prefix}-contents`,
+        S3_CREATE_BUCKET: 'true',
+        JWT_ISSUER: DEV_ISSUER,
+        JWT_JWKS_FILE: path.join(keysDir, 'jwks.json'),
+        ...(opts.contentEnv || {}),
+      },
+    });
+    services.push(content);
+    const gateway = await startService('gateway', {
+      port: ports.gateway,
+      logDir,
+      env: { ...common, CONTENT_SERVICE_URL: content.url, ...(opts.gatewayEnv || {}) },
+    });
+    services.push(gateway);
+    return {
+      prefix,
+      gatewayUrl: gateway.url,
+      services,
+      backing,
+      keysDir,
+      stop: async () => {
+        await Promise.all(services.map((s) => s.stop()));
+      },
+    };
+  } catch (error) {
+    await Promise.all(services.map((s) => s.stop()));
+    throw error;
+  }
+}
+
+module.exports = { startStack, startService, backingEnv, freePort, ROOT };
+
+if (require.main === module) {
+  const ports = {
+    gateway: Number(process.env.PORT || 8080),
+    content: Number(process.env.CONTENT_SERVICE_PORT || 8081),
+  };
+  startStack({ ports, prefix: process.env.CP_PREFIX || 'local' }).then(
+    (stack) => {
+      for (const s of stack.services) process.stdout.write(`  ${s.name.padEnd(16)} ${s.url}  (log: ${path.relative(process.cwd(), s.logFile)})\n`);
+      process.stdout.write(`\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\nCtrl-C stops it.\n`);
+      const shutdown = () => stack.stop().then(() => process.exit(0));
+      process.once('SIGINT', shutdown);
+      process.once('SIGTERM', shutdown);
+    },
+    (error) => {
+      process.stderr.write(`stack: ${error.message}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,82 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Agent } from 'node:http';
+import type { Socket } from 'node:net';
+import express from 'express';
+import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
+import type { Logger } from '@cp/logging';
+import { accessLog, healthRoutes, requestId, type ReadinessCheck, type ServiceMetrics } from '@cp/service-kit';
+import { upstreamFor, type Upstream } from './http/routes';
+import { gatewayErrorBody } from './http/upstreamErrorBody';
+
+export interface GatewayDeps {
+  logger: Logger;
+  metrics: ServiceMetrics;
+  upstreams: Partial<Record<Upstream, string>>;
+  upstreamTimeoutMs: number;
+  readiness: ReadinessCheck[];
+  isDraining: () => boolean;
+}
+
+/**
+ * The edge of the system: routes /v1, /auth/v5.x and /sessions/v5.x to their services, streaming
+ * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
+ */
+export function buildApp(deps: GatewayDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestId());
+  app.use(accessLog(deps.logger));
+  app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));
+  app.use(deps.metrics.middleware());
+
+  const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
+  const proxies = new Map<Upstream, ProxyHandler>();
+  for (const [name, target] of Object.entries(deps.upstreams) as [Upstream, string][]) {
+    proxies.set(
+      name,
+      createProxyMiddleware<IncomingMessage, ServerResponse>({
+        target,
+        agent,
+        xfwd: true,
+        proxyTimeout: deps.upstreamTimeoutMs,
+        on: {
+          error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
+        },
+      }),
+    );
+  }
+
+  app.use((req, res, next) => {
+    const upstream = upstreamFor(req.path);
+    const proxy = upstream && proxies.get(upstream);
+    if (proxy) {
+      void proxy(req, res, next);
+      return;
+    }
+    sendError(res, upstream, 404, 'routeNotFound', `no route for ${req.method} ${req.path}`, req.id);
+  });
+  return app;
+}
+
+function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
+  const code = (error as NodeJS.ErrnoException).code;
+  logger.warn({ reqId: req.id, upstream, code, err: error.message }, 'upstream failed');
+  if (!('setHeader' in res) || res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const timedOut = code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
+  const [status, c, message] = timedOut
+    ? [504, 'upstreamTimeout', `the ${upstream} service did not answer in time`]
+    : [503, 'serviceUnavailable', `the ${upstream} service is unavailable; retry later`];
+  res.setHeader('Retry-After', '5');
+  if (!req.complete) res.setHeader('Connection', 'close');
+  sendError(res, upstream, status, c, message, req.id);
+}
+
+function sendError(res: ServerResponse, upstream: Upstream | null, status: number, code: string, message: string, trackId: string): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId)));
+}

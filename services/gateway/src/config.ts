@@ -1,0 +1,23 @@
+import { env, parseEnv, z } from '@cp/config';
+
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return parseEnv(
+    {
+      PORT: env.port(8080),
+      HOST: z.string().default('0.0.0.0'),
+      LOG_LEVEL: env.logLevel(),
+      CONTENT_SERVICE_URL: env.url(),
+      AUTH_SERVICE_URL: env.url().optional(),
+      SESSION_SERVICE_URL: env.url().optional(),
+      /** Longest silence allowed from an upstream before the request is given up (slow links, big parts). */
+      UPSTREAM_TIMEOUT_MS: env.int(300_000, 1000),
+      /** Longest silence allowed from a client mid-request. */
+      CLIENT_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
+      MAX_HEADER_BYTES: env.int(16 * 1024, 1024),
+      SHUTDOWN_GRACE_MS: env.int(60_000, 0),
+    },
+    source,
+  );
+}
+
+export type GatewayConfig = ReturnType<typeof loadConfig>;

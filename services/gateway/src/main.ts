@@ -1,0 +1,49 @@
+import { ConfigError } from '@cp/config';
+import { createLogger } from '@cp/logging';
+import { runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
+import { buildApp } from './app';
+import { loadConfig } from './config';
+import type { Upstream } from './http/routes';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+  const upstreams: Partial<Record<Upstream, string>> = { content: config.CONTENT_SERVICE_URL };
+  if (config.AUTH_SERVICE_URL) upstreams.auth = config.AUTH_SERVICE_URL;
+  if (config.SESSION_SERVICE_URL) upstreams.sessions = config.SESSION_SERVICE_URL;
+
+  // Ready when every upstream says it is alive; an upstream's own dependencies are its readiness.
+  const readiness: ReadinessCheck[] = Object.entries(upstreams).map(([name, url]) => ({
+    name,
+    check: async () => {
+      const res = await fetch(new URL('/healthz', url), { signal: AbortSignal.timeout(1500) });
+      if (!res.ok) throw new Error(`${name} answered ${res.status}`);
+    },
+  }));
+
+  let draining = false;
+  const app = buildApp({
+    logger,
+    metrics: new ServiceMetrics('gateway'),
+    upstreams,
+    upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+    readiness,
+    isDraining: () => draining,
+  });
+  await runServer(app, {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    requestTimeoutMs: config.CLIENT_IDLE_TIMEOUT_MS,
+    maxHeaderSize: config.MAX_HEADER_BYTES,
+    onDraining: () => {
+      draining = true;
+    },
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`gateway: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

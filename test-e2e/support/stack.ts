@@ -1,0 +1,22 @@
+import { DevKeys } from '@cp/credentials';
+
+export interface TestStack {
+  prefix: string;
+  gatewayUrl: string;
+  keysDir: string;
+  logDir: string;
+  backing: { S3_ENDPOINT: string; S3_ACCESS_KEY_ID: string; S3_SECRET_ACCESS_KEY: string; MONGODB_URL: string; REDIS_URL: string };
+  services: Record<string, { url: string; pid: number }>;
+}
+
+/** Where the stack of this test run listens (started once by the global setup). */
+export function testStack(): TestStack {
+  const raw = process.env.CP_TEST_STACK;
+  if (!raw) throw new Error('CP_TEST_STACK is not set: run system tests through jest with the global setup');
+  return JSON.parse(raw) as TestStack;
+}
+
+/** A Bearer token for `owners` signed by the dev key the test stack trusts. */
+export async function tokenFor(owners: string[], opts: { ttlSeconds?: number; audience?: string; issuer?: string; notBefore?: number } = {}): Promise<string> {
+  return new DevKeys(testStack().keysDir).mint({ owners, ...opts });
+}
