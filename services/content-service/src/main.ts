@@ -11,7 +11,11 @@ import { loadConfig } from './config';
 import { DownloadService } from './downloads/DownloadService';
 import { HttpSessionValidator } from './http/HttpSessionValidator';
 import { ContentRepository } from './store/ContentRepository';
+import { Claims } from './store/Claims';
 import { ObjectStore } from './store/ObjectStore';
+import { UploadLedger } from './store/UploadLedger';
+import { UploadSweeper } from './sweeper/UploadSweeper';
+import { PartAssembler } from './uploads/PartAssembler';
 import { UploadService } from './uploads/UploadService';
 
 async function main(): Promise<void> {
@@ -39,18 +43,27 @@ async function main(): Promise<void> {
   const db = mongo.db(config.MONGODB_DATABASE);
 
   const contents = new ContentRepository(db);
+  const ledger = new UploadLedger(db);
   await contents.ensureIndexes();
+  await ledger.ensureIndexes();
   const objects = new ObjectStore(s3, config.S3_BUCKET);
   if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
   const ttlDays = Math.max(1, Math.ceil(config.UPLOAD_TTL_SECONDS / 86_400) + 1);
   const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays).catch(() => false);
   logger.info({ lifecycleRule: lifecycle, days: ttlDays }, lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads');
 
-  const uploads = new UploadService(contents, objects, {
-    uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
-    completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,
+  const assembler = new PartAssembler(ledger, objects, new Claims(db, 'assembly_claims'), logger, config.ASSEMBLY_LEASE_SECONDS * 1000);
+  const uploads = new UploadService(
+    { contents, ledger, objects, assembler, completions: new Claims(db, 'completion_claims'), logger },
+    { uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000, completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000 },
+  );
+  const downloads = new DownloadService(contents, ledger, objects, uploads);
+  const sweeper = new UploadSweeper(contents, uploads, new Claims(db, 'leases'), logger, {
+    intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
+    leaseMs: 10 * 60_000,
+    batchSize: config.SWEEP_BATCH_SIZE,
   });
-  const downloads = new DownloadService(contents, objects, uploads);
+  sweeper.start();
   const bearer =
     config.JWT_ISSUER && (config.JWT_JWKS_URL || config.JWT_JWKS_FILE)
       ? new BearerVerifier({
@@ -90,6 +103,7 @@ async function main(): Promise<void> {
       draining = true;
     },
     onShutdown: async () => {
+      await sweeper.stop();
       await mongo.close();
       s3.destroy();
     },

@@ -2,11 +2,14 @@ import { ServiceError } from '@cp/errors';
 import { resolveRange, type RangeRequest } from '@cp/ranges';
 import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
 import type { ObjectStore, StoredObject } from '../store/ObjectStore';
+import type { UploadLedger } from '../store/UploadLedger';
 import type { UploadService } from '../uploads/UploadService';
+
+export type ReadyContent = ContentRecord & { total: number };
 
 /** What a download answers: the headers are decided before the first byte is read. */
 export interface DownloadPlan {
-  record: ContentRecord & { total: number };
+  record: ReadyContent;
   /** 200 (whole content, or the seed's `bytes a-b/total` form) or 206 (RFC 9110 ranges). */
   status: 200 | 206;
   /** Inclusive byte range served; null for an empty content. */
@@ -15,22 +18,33 @@ export interface DownloadPlan {
   withContentRange: boolean;
 }
 
-/** Serves ready contents by byte range straight from S3. */
+/** What HEAD tells a resuming client. */
+export type ContentStatus =
+  | { state: 'ready'; record: ReadyContent }
+  | { state: 'uploading'; record: ContentRecord; total: number | null; received: { a: number; b: number }[] };
+
+/** Serves ready contents by byte range straight from S3, and the upload status of the others. */
 export class DownloadService {
   constructor(
     private readonly contents: ContentRepository,
+    private readonly ledger: UploadLedger,
     private readonly objects: ObjectStore,
     private readonly uploads: UploadService,
   ) {}
 
+  async status(ownerId: string, id: string): Promise<ContentStatus> {
+    const record = await this.load(ownerId, id);
+    if (record.state === 'ready') return { state: 'ready', record: record as ReadyContent };
+    const received = (await this.ledger.allRanges(id)).map(({ a, b }) => ({ a, b }));
+    return { state: 'uploading', record, total: await this.contents.totalOf(record), received };
+  }
+
   async plan(ownerId: string, id: string, range: RangeRequest | null): Promise<DownloadPlan> {
-    let record = await this.contents.find(ownerId, id);
-    if (!record) throw ServiceError.notFound('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
-    if (record.state === 'completing') record = await this.uploads.resumeStuckCompletion(record);
+    const record = await this.load(ownerId, id);
     if (record.state !== 'ready' || record.total === null) {
       throw ServiceError.conflict('contentNotReady', 'the content is still being uploaded; it can be downloaded once all its parts are in');
     }
-    const ready = record as ContentRecord & { total: number };
+    const ready = record as ReadyContent;
     const total = ready.total;
     if (range === null || total === 0) {
       // An empty content has no satisfiable range; it is answered whole (RFC 9110 lets a server ignore Range).
@@ -48,5 +62,11 @@ export class DownloadService {
   async open(plan: DownloadPlan, signal: AbortSignal): Promise<StoredObject | null> {
     if (plan.range === null) return null;
     return this.objects.getRange(plan.record.s3Key, plan.range.start, plan.range.end, signal);
+  }
+
+  private async load(ownerId: string, id: string): Promise<ContentRecord> {
+    const record = await this.contents.find(ownerId, id);
+    if (!record) throw ServiceError.notFound('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+    return this.uploads.finishIfComplete(record);
   }
 }

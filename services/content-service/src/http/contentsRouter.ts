@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '@cp/errors';
 import { parseContentRange, parseRange } from '@cp/ranges';
 import type { DownloadService } from '../downloads/DownloadService';
+import { formatRanges } from '../uploads/ByteRanges';
 import type { UploadService } from '../uploads/UploadService';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -24,6 +25,28 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     if (headers.range === null) throw ServiceError.badRequest('missingContentRange', 'PUT needs Content-Range: bytes a-b/total (or bytes a-b/*)');
     const outcome = await uploads.write({ ...headers, ownerId, contentId, body: req });
     sendJson(res, outcome.completedNow ? 201 : 200, { id: outcome.id, content: { id: outcome.id }, 'is-completed': outcome.completed });
+  });
+
+  // Upload status for resuming clients; for a ready content, the headers of a GET without its body.
+  router.head('/:ownerId/contents/:contentId', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const contentId = requireUuid(String(req.params.contentId), 'contentId');
+    const status = await downloads.status(ownerId, contentId);
+    res.setHeader('X-Upload-State', status.state);
+    if (status.state === 'ready') {
+      const { record } = status;
+      res.setHeader('X-Content-Total', String(record.total));
+      res.setHeader('X-Received-Ranges', record.total > 0 ? `0-${record.total - 1}` : '');
+      res.setHeader('Content-Type', record.contentType);
+      res.setHeader('Content-Length', String(record.total));
+      res.setHeader('Accept-Ranges', 'bytes');
+      if (record.etag) res.setHeader('ETag', record.etag);
+      if (record.completedAt) res.setHeader('Last-Modified', record.completedAt.toUTCString());
+    } else {
+      if (status.total !== null) res.setHeader('X-Content-Total', String(status.total));
+      res.setHeader('X-Received-Ranges', formatRanges(status.received));
+    }
+    res.status(200).end();
   });
 
   router.get('/:ownerId/contents/:contentId', async (req, res) => {

@@ -22,3 +22,9 @@ export function exactBody(source: Readable, expected: number): ExactLengthStream
   source.pipe(counted);
   return counted;
 }
+
+/** `source.pipe(target)` that also fails `target` when `source` fails. */
+export function pipeInto<T extends NodeJS.WritableStream & { destroy(error?: Error): unknown }>(source: Readable, target: T): T {
+  source.on('error', (error) => target.destroy(error));
+  return source.pipe(target);
+}

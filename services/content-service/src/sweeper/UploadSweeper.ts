@@ -1,0 +1,75 @@
+import type { Logger } from '@cp/logging';
+import type { Claims } from '../store/Claims';
+import type { ContentRepository } from '../store/ContentRepository';
+import type { Clock, UploadService } from '../uploads/UploadService';
+
+export interface UploadSweeperOptions {
+  intervalMs: number;
+  /** How long one sweeper may hold the lease before another presumes it dead. */
+  leaseMs: number;
+  batchSize: number;
+  clock?: Clock;
+}
+
+const LEASE = 'upload-sweeper';
+
+/**
+ * Removes uploads not completed within their time to live: aborts the S3 multipart upload, deletes
+ * staged pieces and records. Every replica runs one; a lease (an insert-claim) lets one sweep at a time.
+ */
+export class UploadSweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<number> | null = null;
+  private readonly clock: Clock;
+
+  constructor(
+    private readonly contents: ContentRepository,
+    private readonly uploads: UploadService,
+    private readonly leases: Claims,
+    private readonly logger: Logger,
+    private readonly options: UploadSweeperOptions,
+  ) {
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  /** One pass; returns how many uploads it removed (0 when another sweeper holds the lease). */
+  async sweepOnce(): Promise<number> {
+    const now = this.clock();
+    if (!(await this.leases.acquire(LEASE, now, this.options.leaseMs))) return 0;
+    let removed = 0;
+    try {
+      for (const record of await this.contents.findExpired(now, this.options.batchSize)) {
+        try {
+          await this.uploads.discard(record);
+          removed++;
+          this.logger.info({ contentId: record._id, ownerId: record.ownerId, createdAt: record.createdAt }, 'expired upload removed');
+        } catch (error) {
+          this.logger.warn({ contentId: record._id, err: error }, 'could not remove an expired upload; next sweep retries');
+        }
+      }
+    } finally {
+      await this.leases.release(LEASE);
+    }
+    return removed;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.sweepOnce()
+        .catch((error: unknown) => {
+          this.logger.warn({ err: error }, 'sweep failed');
+          return 0;
+        })
+        .finally(() => {
+          this.running = null;
+        });
+    }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}
