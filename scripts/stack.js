@@ -32,14 +32,14 @@ function freePort() {
   });
 }
 
-async function waitReady(url, child, logFile, timeoutMs = 60_000) {
+async function waitReady(url, child, logFile, readyPath = '/readyz', timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) {
       throw new Error(`${url} exited with ${child.exitCode} before it was ready:\n${tail(logFile)}`);
     }
     try {
-      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
+      const res = await fetch(`${url}${readyPath}`, { signal: AbortSignal.timeout(1000) });
       if (res.ok) return;
     } catch {
       /* not listening yet */
@@ -59,9 +59,9 @@ function tail(file) {
 
 /**
  * Starts one service from its build output. Returns { name, url, port, child, logFile, stop }.
- * `stop(signal)` resolves with the exit code.
+ * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled until it answers 200.
  */
-async function startService(name, { port, env, logDir }) {
+async function startService(name, { port, env, logDir, readyPath }) {
   port = port || (await freePort());
   fs.mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${name}-${port}.log`);
@@ -79,7 +79,7 @@ async function startService(name, { port, env, logDir }) {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;
   };
-  await waitReady(url, child, logFile);
+  await waitReady(url, child, logFile, readyPath);
   return { name, url, port, pid: child.pid, child, logFile, exited, stop };
 }
 
