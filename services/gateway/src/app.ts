@@ -51,6 +51,13 @@ export function buildApp(deps: GatewayDeps): express.Express {
     const upstream = upstreamFor(req.path);
     const proxy = upstream && proxies.get(upstream);
     if (proxy) {
+      // A write without Content-Length or Transfer-Encoding would be re-framed as chunked by the
+      // proxy; the content API asks for a length instead (411).
+      if (upstream === 'content' && (req.method === 'POST' || req.method === 'PUT') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+        res.setHeader('Connection', 'close');
+        sendError(res, upstream, 411, 'lengthRequired', 'send Content-Length (or a chunked body)', req.id);
+        return;
+      }
       void proxy(req, res, next);
       return;
     }

@@ -64,7 +64,9 @@ export class ObjectStore {
   }
 
   async putObject(key: string, body: Readable, contentLength: number, contentType: string): Promise<string> {
-    const out = await this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }));
+    const out = await this.streaming(body, (abortSignal) =>
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }), { abortSignal }),
+    );
     return out.ETag ?? '';
   }
 
@@ -76,11 +78,33 @@ export class ObjectStore {
 
   /** Streams exactly `contentLength` bytes into part `partNumber`; returns its ETag. */
   async uploadPart(key: string, uploadId: string, partNumber: number, body: Readable, contentLength: number): Promise<string> {
-    const out = await this.s3.send(
-      new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: contentLength }),
+    const out = await this.streaming(body, (abortSignal) =>
+      this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: contentLength }), {
+        abortSignal,
+      }),
     );
     if (!out.ETag) throw new Error('S3 returned no ETag for the part');
     return out.ETag;
+  }
+
+  /**
+   * Sends a request whose body is a stream. The SDK pipes the body without watching it for
+   * errors; a body that fails (short, too long, client gone) aborts the S3 request, and that
+   * error, not the abort, is what the caller sees.
+   */
+  private async streaming<O>(body: Readable, send: (abortSignal: AbortSignal) => Promise<O>): Promise<O> {
+    const controller = new AbortController();
+    let bodyError: unknown;
+    const onError = (error: unknown) => {
+      bodyError = error;
+      controller.abort();
+    };
+    body.on('error', onError);
+    try {
+      return await send(controller.signal);
+    } catch (error) {
+      throw bodyError ?? error;
+    }
   }
 
   async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<string> {
