@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Creates (or replaces) the Secrets the local overlay needs, with fresh random values, in the
+# namespace content-platform of the current kubectl context:
+#   minio-credentials, content-service-secrets, auth-service-secrets, session-service-secrets,
+#   content-platform-tls (self-signed for content.localtest.me), dev-jwks (the dev key's public JWKS,
+#   so that tokens from `pnpm token` are accepted).
+# Nothing here is for production: there, create the Secrets from k8s/secrets/*.env.example.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
+NS=${NAMESPACE:-content-platform}
+HOST=${INGRESS_HOST:-content.localtest.me}
+
+apply() { kubectl -n "$NS" create "$@" --dry-run=client -o yaml | kubectl apply -f -; }
+random() { node -e 'process.stdout.write(require("node:crypto").randomBytes(24).toString("base64url"))'; }
+
+kubectl get namespace "$NS" >/dev/null 2>&1 || kubectl create namespace "$NS"
+
+s3_key=local-$(random | cut -c1-12)
+s3_secret=$(random)
+apply secret generic minio-credentials --from-literal=MINIO_ROOT_USER="$s3_key" --from-literal=MINIO_ROOT_PASSWORD="$s3_secret"
+apply secret generic content-service-secrets \
+  --from-literal=MONGODB_URL=mongodb://mongodb:27017/ \
+  --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret"
+apply secret generic auth-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379
+apply secret generic session-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379
+
+tls=$(mktemp -d)
+trap 'rm -rf "$tls"' EXIT
+openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=$HOST" -addext "subjectAltName=DNS:$HOST" \
+  -keyout "$tls/tls.key" -out "$tls/tls.crt" 2>/dev/null
+apply secret tls content-platform-tls --cert="$tls/tls.crt" --key="$tls/tls.key"
+
+# The dev key pair is made on first use by `pnpm token`; only its public half goes to the cluster.
+if [ ! -f .local/dev-keys/jwks.json ]; then
+  node scripts/token.js --owner 00000000-0000-4000-8000-000000000000 >/dev/null
+fi
+apply configmap dev-jwks --from-file=jwks.json=.local/dev-keys/jwks.json
+echo "secrets for $NS created; the MinIO keys changed, so restart content-service and minio if they were running:" >&2
+echo "  kubectl -n $NS rollout restart deployment/minio deployment/content-service" >&2
