@@ -61,14 +61,14 @@ function tail(file) {
  * Starts one service from its build output. Returns { name, url, port, child, logFile, stop }.
  * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled until it answers 200.
  */
-async function startService(name, { port, env, logDir, readyPath }) {
+async function startService(name, { port, env, logDir, readyPath, nodeArgs = [] }) {
   port = port || (await freePort());
   fs.mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${name}-${port}.log`);
   const out = fs.openSync(logFile, 'a');
   const entry = path.join(ROOT, 'services', name, 'dist', 'main.js');
   if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: run "pnpm build" first`);
-  const child = spawn(process.execPath, [entry], {
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', out, out],
   });
@@ -100,6 +100,7 @@ async function startStack(opts = {}) {
   try {
     const content = await startService('content-service', {
       port: ports.content,
+      nodeArgs: opts.contentNodeArgs,
       logDir,
       env: {
         ...backing,

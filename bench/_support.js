@@ -1,0 +1,92 @@
+// Shared pieces of the benchmarks: a stack of the services, peak RSS, timing, concurrency.
+const fs = require('node:fs');
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
+const { S3Client } = require('@aws-sdk/client-s3');
+const { startStack, backingEnv, ROOT } = require('../scripts/stack');
+
+const MiB = 1024 * 1024;
+
+function ensureBackingServers() {
+  execFileSync('bash', [path.join(ROOT, 'deploy/local/backing-servers.sh'), 'start'], { stdio: 'inherit' });
+  for (const [k, v] of Object.entries(backingEnv())) process.env[k] = process.env[k] || v;
+}
+
+/** Peak resident set size of a process so far (VmHWM), in MiB. */
+function peakRssMiB(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+) kB/.exec(status)[1]);
+  return kb / 1024;
+}
+
+/** Runs `tasks` (functions returning promises) with at most `limit` in flight. */
+async function inFlight(limit, tasks) {
+  let next = 0;
+  const results = new Array(tasks.length);
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        results[i] = await tasks[i]();
+      }
+    }),
+  );
+  return results;
+}
+
+async function timed(fn) {
+  const start = process.hrtime.bigint();
+  const value = await fn();
+  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, value };
+}
+
+function s3Client() {
+  const env = backingEnv();
+  return new S3Client({
+    endpoint: env.S3_ENDPOINT,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+}
+
+async function drain(body) {
+  let n = 0;
+  for await (const chunk of body) n += chunk.length;
+  return n;
+}
+
+function mbps(bytes, seconds) {
+  return bytes / 1e6 / seconds;
+}
+
+module.exports = { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
+
+const http = require('node:http');
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/**
+ * One HTTP request with node:http (the same kind of client the AWS SDK uses, so that gateway and
+ * direct-S3 figures compare like with like). The answer's body is drained and counted, or kept
+ * when `keep` is set.
+ */
+function request(method, url, headers, body, { keep = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers: body ? { ...headers, 'content-length': body.length } : headers, agent }, (res) => {
+      const chunks = [];
+      let bytes = 0;
+      res.on('data', (c) => {
+        bytes += c.length;
+        if (keep) chunks.push(c);
+      });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, bytes, body: keep ? Buffer.concat(chunks) : null }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+module.exports.request = request;

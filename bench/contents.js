@@ -1,0 +1,102 @@
+// Upload and download of 1 GiB in 64 MiB parts, 4 in flight, through the gateway, against the
+// same bytes sent straight to the S3 server with @aws-sdk/client-s3 from this process.
+//   pnpm bench contents [--gib 1] [--in-flight 4]
+const { randomBytes, randomUUID } = require('node:crypto');
+const { CreateBucketCommand, CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, GetObjectCommand } = require('@aws-sdk/client-s3');
+const { DevKeys } = require('@cp/credentials');
+const { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, request } = require('./_support');
+
+const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const GIB = Number(args.gib ?? 1);
+const IN_FLIGHT = Number(args['in-flight'] ?? 4);
+const P = 64 * MiB;
+
+async function main() {
+  ensureBackingServers();
+  const prefix = `bench${Date.now().toString(36)}`;
+  const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
+  const content = stack.services.find((s) => s.name === 'content-service');
+  const gateway = stack.services.find((s) => s.name === 'gateway');
+  try {
+    const total = GIB * 1024 * MiB;
+    const parts = total / P;
+    const part = randomBytes(P);
+    const owner = randomUUID();
+    const token = await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 });
+    const auth = { authorization: `Bearer ${token}` };
+    const api = `${stack.gatewayUrl}/v1/${owner}/contents`;
+    const range = (k) => `bytes ${k * P}-${(k + 1) * P - 1}/${total}`;
+
+    // through the gateway
+    const upGw = await timed(async () => {
+      const first = await request('POST', api, { ...auth, 'content-range': range(0) }, part, { keep: true });
+      if (first.status !== 201) throw new Error(`POST answered ${first.status}: ${first.body}`);
+      const { id } = JSON.parse(first.body);
+      const statuses = await inFlight(
+        IN_FLIGHT,
+        Array.from({ length: parts - 1 }, (_, i) => async () => (await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, part)).status),
+      );
+      if (!statuses.includes(201)) throw new Error(`no part completed the content: ${statuses}`);
+      return id;
+    });
+    const id = upGw.value;
+    const downGw = await timed(async () => {
+      const sizes = await inFlight(
+        IN_FLIGHT,
+        Array.from({ length: parts }, (_, k) => async () => {
+          const res = await request('GET', `${api}/${id}`, { ...auth, range: `bytes=${k * P}-${(k + 1) * P - 1}` });
+          if (res.status !== 206) throw new Error(`GET answered ${res.status}`);
+          return res.bytes;
+        }),
+      );
+      return sizes.reduce((a, b) => a + b, 0);
+    });
+    if (downGw.value !== total) throw new Error(`downloaded ${downGw.value} of ${total} bytes`);
+
+    // straight to S3, same process, same part size and concurrency
+    const s3 = s3Client();
+    const Bucket = `${prefix}-direct`;
+    await s3.send(new CreateBucketCommand({ Bucket }));
+    const Key = 'direct-object';
+    const upS3 = await timed(async () => {
+      const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
+      const etags = await inFlight(
+        IN_FLIGHT,
+        Array.from({ length: parts }, (_, k) => async () => (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }))).ETag),
+      );
+      await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }));
+    });
+    const downS3 = await timed(async () => {
+      const sizes = await inFlight(
+        IN_FLIGHT,
+        Array.from({ length: parts }, (_, k) => async () => drain((await s3.send(new GetObjectCommand({ Bucket, Key, Range: `bytes=${k * P}-${(k + 1) * P - 1}` }))).Body)),
+      );
+      return sizes.reduce((a, b) => a + b, 0);
+    });
+
+    const rssAfter4 = { content: peakRssMiB(content.pid), gateway: peakRssMiB(gateway.pid) };
+
+    // 8 parts of 64 MiB in flight at once: the content-service must not grow with them
+    await timed(async () => {
+      const first = await request('POST', api, { ...auth, 'content-range': range(0) }, part, { keep: true });
+      const { id: id8 } = JSON.parse(first.body);
+      await inFlight(8, Array.from({ length: Math.min(parts - 1, 15) }, (_, i) => async () => request('PUT', `${api}/${id8}`, { ...auth, 'content-range': range(i + 1) }, part)));
+    });
+    const rssAfter8 = { content: peakRssMiB(content.pid), gateway: peakRssMiB(gateway.pid) };
+
+    const row = (name, gw, direct) =>
+      `${name.padEnd(9)} gateway ${mbps(total, gw.seconds).toFixed(0).padStart(5)} MB/s   direct S3 ${mbps(total, direct.seconds).toFixed(0).padStart(5)} MB/s   ratio ${(direct.seconds / gw.seconds).toFixed(2)}`;
+    console.log(`\n${GIB} GiB in ${parts} parts of 64 MiB, ${IN_FLIGHT} in flight`);
+    console.log(row('upload', upGw, upS3));
+    console.log(row('download', downGw, downS3));
+    console.log(`peak RSS after ${IN_FLIGHT} in flight: content-service ${rssAfter4.content.toFixed(0)} MiB, gateway ${rssAfter4.gateway.toFixed(0)} MiB`);
+    console.log(`peak RSS after 8 parts of 64 MiB in flight: content-service ${rssAfter8.content.toFixed(0)} MiB, gateway ${rssAfter8.gateway.toFixed(0)} MiB`);
+  } finally {
+    await stack.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
