@@ -16,7 +16,7 @@ module.exports = {
       ...shared,
       displayName: 'unit',
       rootDir: __dirname,
-      testMatch: ['<rootDir>/{libs,services}/*/test/**/*.test.ts'],
+      testMatch: ['<rootDir>/{libs,services}/*/test/**/*.test.ts', '<rootDir>/deploy/test/**/*.test.ts'],
       testPathIgnorePatterns: ['\\.int\\.test\\.ts$', '/node_modules/'],
     },
     {

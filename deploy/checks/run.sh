@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The offline deployment checks (no cluster, no container engine, no network beyond the package
+# registries that install-tools.sh uses once):
+#   1. every kustomize overlay renders (`kubectl kustomize`, or `kustomize build`);
+#   2. the rendered objects validate against the Kubernetes 1.30 schemas (kubectl-validate);
+#   3. jest tests of what the manifests, the Dockerfile and the compose file must say, and the
+#      OpenAPI description's validity (deploy/test/*.test.ts).
+# Usage: bash deploy/checks/run.sh   (from anywhere; exits non-zero on the first failure)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+TOOLS_DIR=${CP_TOOLS_DIR:-$HOME/.cache/content-platform/bin}
+export PATH="$TOOLS_DIR:$PATH"
+K8S_VERSION=${K8S_SCHEMA_VERSION:-1.30}
+
+bash deploy/checks/install-tools.sh "$@"
+
+render() {
+  if command -v kubectl >/dev/null 2>&1 && kubectl kustomize --help >/dev/null 2>&1; then kubectl kustomize "$1"; else kustomize build "$1"; fi
+}
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+failed=0
+for dir in k8s/base k8s/overlays/*/; do
+  dir=${dir%/}
+  name=$(echo "$dir" | tr '/' '-')
+  if ! render "$dir" > "$out/$name.yaml" 2> "$out/$name.err"; then
+    echo "FAIL render $dir"; cat "$out/$name.err"; failed=1; continue
+  fi
+  if kubectl-validate "$out/$name.yaml" --version "$K8S_VERSION" > "$out/$name.validate" 2>&1; then
+    echo "ok   render + validate $dir ($(grep -c '^kind:' "$out/$name.yaml") objects, Kubernetes $K8S_VERSION schemas)"
+  else
+    echo "FAIL validate $dir"; cat "$out/$name.validate"; failed=1
+  fi
+done
+[ "$failed" = 0 ] || exit 1
+
+pnpm exec jest --ci --selectProjects unit --testPathPatterns 'deploy/test/'

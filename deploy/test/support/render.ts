@@ -1,0 +1,39 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+export const ROOT = join(__dirname, '..', '..', '..');
+const TOOLS_DIR = process.env.CP_TOOLS_DIR ?? join(homedir(), '.cache', 'content-platform', 'bin');
+
+/** A Kubernetes object as rendered; the tests read it field by field. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- arbitrary Kubernetes objects
+export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [field: string]: any };
+
+function onPath(bin: string): string | null {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), TOOLS_DIR]) {
+    if (dir && existsSync(join(dir, bin))) return join(dir, bin);
+  }
+  return null;
+}
+
+/** `kubectl kustomize <dir>`, or `kustomize build <dir>` where kubectl is missing (deploy/checks/install-tools.sh builds it). */
+export function renderKustomization(dir: string): K8sObject[] {
+  const kubectl = onPath('kubectl');
+  const kustomize = onPath('kustomize');
+  const [bin, args] = kubectl ? [kubectl, ['kustomize', dir]] : kustomize ? [kustomize, ['build', dir]] : [null, []];
+  if (!bin) throw new Error(`neither kubectl nor kustomize found on PATH or in ${TOOLS_DIR}: run deploy/checks/install-tools.sh`);
+  const text = execFileSync(bin, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  return parseAllDocuments(text)
+    .map((doc) => doc.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+/** nginx size syntax (`80m`, `1g`, `512k`, `1048576`) in bytes. */
+export function nginxSize(value: string): number {
+  const m = /^(\d+)([kKmMgG]?)$/.exec(value.trim());
+  if (!m) throw new Error(`not an nginx size: ${value}`);
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
+  return Number(m[1]) * unit;
+}
