@@ -15,6 +15,7 @@ import {
   S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
 
 export interface StoredObject {
   body: Readable;
@@ -67,6 +68,25 @@ export class ObjectStore {
     const out = await this.streaming(body, (abortSignal) =>
       this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }), { abortSignal }),
     );
+    return out.ETag ?? '';
+  }
+
+  /**
+   * Stores a body whose length is not known up front (a chunked one-shot upload): lib-storage
+   * sends it in 8 MiB parts, one at a time, so at most one such part is in memory per request.
+   */
+  async putObjectOfUnknownLength(key: string, body: Readable, contentType: string): Promise<string> {
+    const upload = new Upload({
+      client: this.s3,
+      params: { Bucket: this.bucket, Key: key, Body: body, ContentType: contentType },
+      partSize: 8 * 1024 * 1024,
+      queueSize: 1,
+      leavePartsOnError: false,
+    });
+    const out = await this.streaming(body, async (abortSignal) => {
+      abortSignal.addEventListener('abort', () => void upload.abort());
+      return upload.done();
+    });
     return out.ETag ?? '';
   }
 

@@ -20,7 +20,11 @@ export class BodyLengthMismatch extends Error {
 export class ExactLengthStream extends Transform {
   private seen = 0;
 
-  constructor(readonly expected: number) {
+  /** With `atMost`, a shorter body is fine: only overflowing `expected` fails. */
+  constructor(
+    readonly expected: number,
+    private readonly atMost = false,
+  ) {
     super();
   }
 
@@ -38,7 +42,7 @@ export class ExactLengthStream extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
-    if (this.seen !== this.expected) callback(new BodyLengthMismatch(this.expected, this.seen, false));
+    if (this.seen !== this.expected && !this.atMost) callback(new BodyLengthMismatch(this.expected, this.seen, false));
     else callback();
   }
 }

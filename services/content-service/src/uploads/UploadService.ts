@@ -9,6 +9,7 @@ import { isNotFound, type ObjectStore } from '../store/ObjectStore';
 import { UploadLedger, type ReceivedRange } from '../store/UploadLedger';
 import { classifyRange, type ByteRange } from './ByteRanges';
 import { exactBody, pipeInto } from './exactBody';
+import { BodyLengthMismatch } from './ExactLengthStream';
 import { HashingStream } from './HashingStream';
 import type { PartAssembler } from './PartAssembler';
 import { MAX_CONTENT_SIZE, PART_SIZE, PartGrid } from './PartGrid';
@@ -103,14 +104,28 @@ export class UploadService {
   }
 
   /** The whole content in one request, stored with one PutObject. */
-  private async storeWhole(request: WriteRequest, total: number | null): Promise<WriteOutcome> {
-    if (total === null) {
-      throw new ServiceError(411, 'lengthRequired', 'a single-request upload needs Content-Length (or Content-Range naming the total)');
-    }
+  private async storeWhole(request: WriteRequest, knownTotal: number | null): Promise<WriteOutcome> {
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
-    const etag = await this.objects.putObject(s3Key, exactBody(request.body, total), total, contentType);
+    let etag: string;
+    let total: number;
+    if (knownTotal !== null) {
+      etag = await this.objects.putObject(s3Key, exactBody(request.body, knownTotal), knownTotal, contentType);
+      total = knownTotal;
+    } else {
+      // A chunked body without Content-Range: its length is known only at its end.
+      const counted = exactBody(request.body, PART_SIZE, true);
+      try {
+        etag = await this.objects.putObjectOfUnknownLength(s3Key, counted, contentType);
+      } catch (error) {
+        if (error instanceof BodyLengthMismatch && error.overflow) {
+          throw new ServiceError(413, 'partTooLarge', `a single-request upload may carry at most ${PART_SIZE} bytes; send larger contents in parts with Content-Range`);
+        }
+        throw error;
+      }
+      total = counted.bytesSeen;
+    }
     const now = this.clock();
     await this.contents.insert({ ...this.newRecord(id, request.ownerId, contentType, s3Key, null, total, now), state: 'ready', etag, completedAt: now });
     return { id, completedNow: true, completed: true };

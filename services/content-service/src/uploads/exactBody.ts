@@ -11,10 +11,11 @@ export class ClientDisconnected extends Error {
 
 /**
  * Wraps a request body so that whatever reads it gets exactly `expected` bytes or an error:
- * a short body, a long body and a dropped connection all fail the stream.
+ * a short body, a long body and a dropped connection all fail the stream. With `atMost`, only a
+ * body longer than `expected` fails.
  */
-export function exactBody(source: Readable, expected: number): ExactLengthStream {
-  const counted = new ExactLengthStream(expected);
+export function exactBody(source: Readable, expected: number, atMost = false): ExactLengthStream {
+  const counted = new ExactLengthStream(expected, atMost);
   source.on('error', (error) => counted.destroy(error));
   source.on('close', () => {
     if (!source.readableEnded) counted.destroy(new ClientDisconnected());
