@@ -11,7 +11,7 @@ const SLOW_LINK_BYTES_PER_SECOND = 500_000;
 /** Who may open connections to whom (SPEC §1): the gateway takes traffic from the ingress controller only. */
 const CALLERS: Record<string, string[]> = {
   'content-service': ['gateway'],
-  'auth-service': ['gateway'],
+  'auth-service': ['gateway', 'session-service'],
   'session-service': ['gateway', 'auth-service', 'content-service'],
 };
 const SECRET_LOOKING = /SECRET|PASSWORD|TOKEN|ACCESS_KEY|PRIVATE|^MONGODB_URL$|^REDIS_URL$/;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates (or replaces) the Secrets the local overlay needs, with fresh random values, in the
 # namespace content-platform of the current kubectl context:
-#   minio-credentials, content-service-secrets, auth-service-secrets, session-service-secrets,
+#   minio-credentials, internal-secret, content-service-secrets, auth-service-secrets, session-service-secrets,
 #   content-platform-tls (self-signed for content.localtest.me), dev-jwks (the dev key's public JWKS,
 #   so that tokens from `pnpm token` are accepted).
 # Nothing here is for production: there, create the Secrets from k8s/secrets/*.env.example.
@@ -21,6 +21,7 @@ apply secret generic minio-credentials --from-literal=MINIO_ROOT_USER="$s3_key" 
 apply secret generic content-service-secrets \
   --from-literal=MONGODB_URL=mongodb://mongodb:27017/ \
   --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret"
+apply secret generic internal-secret --from-literal=INTERNAL_SECRET="$(random)"
 apply secret generic auth-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379
 apply secret generic session-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379
 
