@@ -84,8 +84,9 @@ async function startService(name, { port, env, logDir, readyPath, nodeArgs = [] 
 }
 
 /**
- * Starts content-service and gateway (and the sign-in services once they exist) with their own
- * database names and bucket, so that parallel stacks do not meet.
+ * Starts session-service, auth-service, content-service and gateway, in that order, with their
+ * own database names (`<prefix>-sessions`, `<prefix>-auth`, `<prefix>-content`) and bucket, so
+ * that parallel stacks do not meet.
  */
 async function startStack(opts = {}) {
   const prefix = opts.prefix || 'local';
@@ -97,7 +98,38 @@ async function startStack(opts = {}) {
   const ports = opts.ports || {};
   const services = [];
   const common = { LOG_LEVEL: process.env.LOG_LEVEL || 'info', ...(opts.env || {}) };
+  // The sign-in services call each other and the gateway's address goes into Link.Href, so the
+  // ports are chosen before anything starts.
+  const gatewayPort = ports.gateway || (await freePort());
+  const authPort = ports.auth || (await freePort());
+  const internalSecret = opts.internalSecret || process.env.INTERNAL_SECRET || require('node:crypto').randomBytes(24).toString('hex');
+  const publicBaseUrl = opts.publicBaseUrl || `http://127.0.0.1:${gatewayPort}`;
+  const authDatabase = `${prefix}-auth`;
+  const sessionEnv = {
+    ...backing,
+    ...common,
+    MONGODB_DATABASE: `${prefix}-sessions`,
+    INTERNAL_SECRET: internalSecret,
+    AUTH_SERVICE_URL: `http://127.0.0.1:${authPort}`,
+    ...(opts.sessionEnv || {}),
+  };
   try {
+    const session = await startService('session-service', { port: ports.session, logDir, env: sessionEnv });
+    services.push(session);
+    const auth = await startService('auth-service', {
+      port: authPort,
+      logDir,
+      env: {
+        ...backing,
+        ...common,
+        MONGODB_DATABASE: authDatabase,
+        SESSION_SERVICE_URL: session.url,
+        INTERNAL_SECRET: internalSecret,
+        PUBLIC_BASE_URL: publicBaseUrl,
+        ...(opts.authEnv || {}),
+      },
+    });
+    services.push(auth);
     const content = await startService('content-service', {
       port: ports.content,
       nodeArgs: opts.contentNodeArgs,
@@ -110,14 +142,22 @@ async function startStack(opts = {}) {
         S3_CREATE_BUCKET: 'true',
         JWT_ISSUER: DEV_ISSUER,
         JWT_JWKS_FILE: path.join(keysDir, 'jwks.json'),
+        SESSION_SERVICE_URL: session.url,
+        INTERNAL_SECRET: internalSecret,
         ...(opts.contentEnv || {}),
       },
     });
     services.push(content);
     const gateway = await startService('gateway', {
-      port: ports.gateway,
+      port: gatewayPort,
       logDir,
-      env: { ...common, CONTENT_SERVICE_URL: content.url, ...(opts.gatewayEnv || {}) },
+      env: {
+        ...common,
+        CONTENT_SERVICE_URL: content.url,
+        AUTH_SERVICE_URL: auth.url,
+        SESSION_SERVICE_URL: session.url,
+        ...(opts.gatewayEnv || {}),
+      },
     });
     services.push(gateway);
     return {
@@ -126,6 +166,9 @@ async function startStack(opts = {}) {
       services,
       backing,
       keysDir,
+      internalSecret,
+      authDatabase,
+      sessionEnv,
       stop: async () => {
         await Promise.all(services.map((s) => s.stop()));
       },
@@ -142,6 +185,8 @@ if (require.main === module) {
   const ports = {
     gateway: Number(process.env.PORT || 8080),
     content: Number(process.env.CONTENT_SERVICE_PORT || 8081),
+    auth: Number(process.env.AUTH_SERVICE_PORT || 8082),
+    session: Number(process.env.SESSION_SERVICE_PORT || 8083),
   };
   startStack({ ports, prefix: process.env.CP_PREFIX || 'local' }).then(
     (stack) => {

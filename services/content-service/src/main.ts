@@ -75,7 +75,7 @@ async function main(): Promise<void> {
           ownersClaim: config.JWT_OWNERS_CLAIM,
         })
       : null;
-  const sessions = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL) : null;
+  const sessions = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET) : null;
   if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 
   let draining = false;

@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+// The operator's command line for the auth-service registry (users and their certificates,
+// trusted CAs, api keys). Configured by the service's own environment: MONGODB_URL and
+// MONGODB_DATABASE (default "<CP_PREFIX or local>-auth", what scripts/start.sh uses).
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Binary, MongoClient } from 'mongodb';
+import { CertUnreadable, parseCertificates, type ParsedCertificate } from '../certificates/CertificateText';
+import { usePkijsEngine } from '../certificates/pkijsEngine';
+import { ApiKeyStore } from '../store/ApiKeyStore';
+import { TrustStore } from '../store/TrustStore';
+import { ThumbprintTaken, UserRegistry } from '../store/UserRegistry';
+
+const USAGE = `usage:
+  admin user add --user <uuid> --owner <uuid> [--owner <uuid> ...] [--cert <pem file> ...]
+  admin user show --user <uuid>
+  admin apikey create [--label <text>]          prints the new key (shown once)
+  admin trust add --cert <ca pem file>          self-signed: a trusted root; otherwise a known intermediate
+  admin trust list
+environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-auth)`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      user: { type: 'string' },
+      owner: { type: 'string', multiple: true },
+      cert: { type: 'string', multiple: true },
+      label: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [noun, verb] = positionals;
+  if (values.help || !noun) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const url = process.env.MONGODB_URL || 'mongodb://127.0.0.1:27017/';
+  const database = process.env.AUTH_MONGODB_DATABASE || process.env.MONGODB_DATABASE || `${process.env.CP_PREFIX || 'local'}-auth`;
+  const mongo = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
+  await mongo.connect();
+  try {
+    const db = mongo.db(database);
+    const now = new Date();
+    const command = `${noun} ${verb ?? ''}`.trim();
+    switch (command) {
+      case 'user add': {
+        const user = requireUuid(values.user, '--user');
+        const owners = (values.owner ?? []).map((o) => requireUuid(o, '--owner'));
+        if (owners.length === 0) throw new UsageError('user add needs at least one --owner');
+        const registry = new UserRegistry(db);
+        await registry.ensureIndexes();
+        const saved = await registry.upsertUser(user, owners, now);
+        process.stdout.write(`user ${saved._id} owners ${saved.owners.join(',')}\n`);
+        for (const file of values.cert ?? []) {
+          const [leaf] = readCerts(file);
+          const outcome = await registry.addCertificate({
+            _id: leaf!.thumbprint,
+            userId: saved._id,
+            subject: subjectOf(leaf!),
+            notAfter: leaf!.cert.notAfter.value,
+            der: new Binary(leaf!.der),
+            addedAt: now,
+          });
+          process.stdout.write(`certificate ${leaf!.thumbprint} ${outcome}\n`);
+        }
+        break;
+      }
+      case 'user show': {
+        const registry = new UserRegistry(db);
+        const user = await registry.user(requireUuid(values.user, '--user'));
+        if (!user) throw new UsageError('no such user');
+        const certs = await registry.certificates.find({ userId: user._id }).toArray();
+        process.stdout.write(`${JSON.stringify({ user: user._id, owners: user.owners, certificates: certs.map((c) => ({ thumbprint: c._id, subject: c.subject, notAfter: c.notAfter })) }, null, 2)}\n`);
+        break;
+      }
+      case 'apikey create': {
+        process.stdout.write(`${await new ApiKeyStore(db).create(values.label ?? '', now)}\n`);
+        break;
+      }
+      case 'trust add': {
+        const files = values.cert ?? [];
+        if (files.length === 0) throw new UsageError('trust add needs --cert <pem file>');
+        const trust = new TrustStore(db);
+        for (const file of files) {
+          for (const c of readCerts(file)) {
+            const kind = (await isSelfSigned(c)) ? 'root' : 'intermediate';
+            await trust.add({ _id: c.thumbprint, kind, subject: subjectOf(c), der: new Binary(c.der), addedAt: now });
+            process.stdout.write(`${kind} ${c.thumbprint} ${subjectOf(c)}\n`);
+          }
+        }
+        break;
+      }
+      case 'trust list': {
+        for (const d of await new TrustStore(db).list()) process.stdout.write(`${d.kind} ${d._id} ${d.subject}\n`);
+        break;
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"\n${USAGE}`);
+    }
+  } finally {
+    await mongo.close();
+  }
+}
+
+function requireUuid(value: string | undefined, flag: string): string {
+  if (!value || !UUID.test(value)) throw new UsageError(`${flag} must be a UUID`);
+  return value.toLowerCase();
+}
+
+function readCerts(file: string): ParsedCertificate[] {
+  try {
+    return parseCertificates(readFileSync(file));
+  } catch (error) {
+    if (error instanceof CertUnreadable) throw new UsageError(`${file}: not a certificate (${error.message})`);
+    throw error;
+  }
+}
+
+function subjectOf(c: ParsedCertificate): string {
+  return c.cert.subject.typesAndValues.map((tv) => `${tv.type}=${String(tv.value.valueBlock.value)}`).join(', ');
+}
+
+async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
+  usePkijsEngine();
+  if (!c.cert.issuer.isEqual(c.cert.subject)) return false;
+  try {
+    return await c.cert.verify(c.cert);
+  } catch {
+    return false;
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  const message = error instanceof UsageError || error instanceof ThumbprintTaken ? error.message : String((error as Error)?.stack ?? error);
+  process.stderr.write(`admin: ${message}\n`);
+  process.exit(error instanceof UsageError ? 2 : 1);
+});

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import * as asn1js from 'asn1js';
+import { Certificate } from 'pkijs';
+
+/** The body is not a certificate in any of the accepted forms. */
+export class CertUnreadable extends Error {
+  override readonly name = 'CertUnreadable';
+}
+
+export interface ParsedCertificate {
+  der: Buffer;
+  cert: Certificate;
+  /** SHA-1 of the DER, upper-case hex. */
+  thumbprint: string;
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g;
+const BASE64 = /^[A-Za-z0-9+/=\s]+$/;
+
+/**
+ * Reads a certificate body: PEM (leaf first, intermediates may follow), bare base64 or DER.
+ * Returns the certificates in the order given.
+ */
+export function parseCertificates(body: Buffer): ParsedCertificate[] {
+  if (body.length === 0) throw new CertUnreadable('empty body');
+  const ders: Buffer[] = [];
+  if (body[0] === 0x30) {
+    ders.push(body); // DER: a SEQUENCE
+  } else {
+    const text = body.toString('latin1');
+    if (text.includes('-----BEGIN')) {
+      for (const m of text.matchAll(PEM_BLOCK)) ders.push(decodeBase64(m[1]!));
+      if (ders.length === 0) throw new CertUnreadable('no CERTIFICATE block in the PEM text');
+    } else if (BASE64.test(text)) {
+      ders.push(decodeBase64(text));
+    } else {
+      throw new CertUnreadable('neither PEM, base64 nor DER');
+    }
+  }
+  return ders.map(parseDer);
+}
+
+export function parseDer(der: Buffer): ParsedCertificate {
+  const asn1 = asn1js.fromBER(new Uint8Array(der).buffer);
+  if (asn1.offset === -1 || asn1.offset !== der.length) throw new CertUnreadable('not a single DER structure');
+  let cert: Certificate;
+  try {
+    cert = new Certificate({ schema: asn1.result });
+  } catch (error) {
+    throw new CertUnreadable(`not an X.509 certificate: ${(error as Error).message}`);
+  }
+  return { der, cert, thumbprint: thumbprintOf(der) };
+}
+
+export function thumbprintOf(der: Buffer): string {
+  return createHash('sha1').update(der).digest('hex').toUpperCase();
+}
+
+function decodeBase64(text: string): Buffer {
+  const clean = text.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 !== 0 || clean.length === 0) throw new CertUnreadable('bad base64');
+  return Buffer.from(clean, 'base64');
+}

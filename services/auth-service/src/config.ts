@@ -1,0 +1,27 @@
+import { env, parseEnv, z } from '@cp/config';
+
+/** Every setting of the auth-service, read from the environment once at start-up. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return parseEnv(
+    {
+      PORT: env.port(8082),
+      HOST: z.string().default('0.0.0.0'),
+      LOG_LEVEL: env.logLevel(),
+      MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+      /** The auth-service's own database: users, certificates, trusted roots, api keys. */
+      MONGODB_DATABASE: z.string().min(1).default('auth'),
+      REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
+      SESSION_SERVICE_URL: env.url(),
+      /** Shared with the session-service; guards /internal/* both ways. */
+      INTERNAL_SECRET: z.string().min(16, 'must be at least 16 characters'),
+      /** Base of Link.Href (what clients reach through the gateway); derived from the request when unset. */
+      PUBLIC_BASE_URL: env.url().optional(),
+      RND_TTL_SECONDS: env.int(600, 1),
+      RND_MAX_TRIES: env.int(5, 1),
+      SHUTDOWN_GRACE_MS: env.int(30_000, 0),
+    },
+    source,
+  );
+}
+
+export type AuthServiceConfig = ReturnType<typeof loadConfig>;

@@ -1,0 +1,81 @@
+import express, { Router, type Request } from 'express';
+import { ServiceError } from '@cp/errors';
+import type { CertificateSignIn } from '../challenges/CertificateSignIn';
+import type { ApiKeyStore } from '../store/ApiKeyStore';
+
+const PREFIX = /^\/auth\/(v5\.\d+)\/(authenticate-by-cert|approve-cert)\/?$/;
+
+/** The public API of SPEC §4, reached through the gateway at any /auth/v5.x. */
+export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publicBaseUrl: string | undefined): Router {
+  const router = Router();
+  const body = express.raw({ type: () => true, limit: '256kb' });
+  router.use((req, res, next) => {
+    const m = PREFIX.exec(req.path);
+    if (!m) return next();
+    if (req.method !== 'POST') throw new ServiceError(405, 'MethodNotAllowed', 'use POST');
+    body(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      const handle = m[2] === 'authenticate-by-cert' ? authenticate : approve;
+      handle(req, m[1]!).then((answer) => res.status(200).json(answer), next);
+    });
+  });
+
+  async function authenticate(req: Request, version: string): Promise<unknown> {
+    const apiKey = apiKeyOf(req);
+    const cert = bodyOf(req);
+    const missing = [!cert && 'certificate body', !apiKey && 'api key'].filter(Boolean);
+    if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
+    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    const free = parseFree(query(req, 'free'));
+    const challenge = await signIn.authenticate(cert!, free);
+    const base = publicBaseUrl ?? baseFromRequest(req);
+    return {
+      EncryptedKey: challenge.encryptedKey.toString('base64'),
+      Link: { Rel: 'approve-cert', Href: `${base.replace(/\/+$/, '')}/auth/${version}/approve-cert?thumbprint=${challenge.thumbprint}` },
+    };
+  }
+
+  async function approve(req: Request): Promise<unknown> {
+    const apiKey = apiKeyOf(req);
+    const thumbprint = query(req, 'thumbprint');
+    const missing = [!thumbprint && 'thumbprint', !apiKey && 'api key'].filter(Boolean);
+    if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
+    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    return signIn.approve(thumbprint!, bodyOf(req) ?? Buffer.alloc(0));
+  }
+
+  return router;
+}
+
+function query(req: Request, name: string): string | undefined {
+  for (const [k, v] of Object.entries(req.query)) {
+    if (k.toLowerCase() !== name.toLowerCase()) continue;
+    const s = Array.isArray(v) ? v[0] : v;
+    if (typeof s === 'string' && s !== '') return s;
+  }
+  return undefined;
+}
+
+function apiKeyOf(req: Request): string | undefined {
+  const header = req.headers['x-kontur-apikey'];
+  return query(req, 'apiKey') ?? query(req, 'api-key') ?? (typeof header === 'string' && header !== '' ? header : undefined);
+}
+
+function bodyOf(req: Request): Buffer | undefined {
+  return Buffer.isBuffer(req.body) && req.body.length > 0 ? req.body : undefined;
+}
+
+/** `free`: a case-insensitive boolean, false when absent. */
+function parseFree(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const v = value.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0' || v === '') return false;
+  throw ServiceError.badRequest('InvalidParameter', 'free must be true or false');
+}
+
+function baseFromRequest(req: Request): string {
+  const proto = String(req.headers['x-forwarded-proto'] ?? req.protocol).split(',')[0]!.trim();
+  const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost').split(',')[0]!.trim();
+  return `${proto}://${host}`;
+}

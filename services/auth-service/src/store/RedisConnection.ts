@@ -1,0 +1,52 @@
+import { createClient } from 'redis';
+import type { Logger } from '@cp/logging';
+
+export type Redis = ReturnType<typeof createClient>;
+
+/** Raised when Redis does not answer in time or is not connected. */
+export class RedisUnavailable extends Error {
+  override readonly name = 'RedisUnavailable';
+}
+
+/**
+ * A Redis client that fails fast instead of queueing commands while disconnected, so a request
+ * never waits on a dead Redis: callers decide to go to MongoDB or answer 503.
+ */
+export function connectRedis(url: string, logger: Logger): Redis {
+  const client = createClient({
+    url,
+    disableOfflineQueue: true,
+    socket: { connectTimeout: 2_000, reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000) },
+  });
+  let warned = false;
+  client.on('error', (error: Error) => {
+    if (!warned) logger.warn({ err: error.message }, 'redis unavailable');
+    warned = true;
+  });
+  client.on('ready', () => {
+    if (warned) logger.info('redis available again');
+    warned = false;
+  });
+  client.connect().catch(() => undefined); // keeps retrying in the background
+  return client;
+}
+
+/** Sends one raw command with a deadline; any failure becomes RedisUnavailable. */
+export async function redisCommand<T = unknown>(client: Redis, args: string[], timeoutMs = 1_000): Promise<T> {
+  if (!client.isReady) throw new RedisUnavailable('redis is not connected');
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      client.sendCommand(args) as Promise<T>,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new RedisUnavailable('redis did not answer in time')), timeoutMs);
+      }),
+    ]);
+  } catch (error) {
+    if (error instanceof RedisUnavailable) throw error;
+    throw new RedisUnavailable(`redis command failed: ${(error as Error).message}`, { cause: error });
+  }
+  finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,37 @@
+import { ServiceError } from '@cp/errors';
+
+export interface SessionPair {
+  Sid: string;
+  RefreshToken: string;
+}
+
+/** Creates sessions through the session-service's internal endpoint. */
+export interface SessionCreator {
+  create(userId: string, owners: string[]): Promise<SessionPair>;
+}
+
+export class HttpSessionClient implements SessionCreator {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly secret: string,
+  ) {}
+
+  async create(userId: string, owners: string[]): Promise<SessionPair> {
+    let res: Response;
+    try {
+      res = await fetch(new URL('/internal/sessions', this.baseUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-internal-secret': this.secret },
+        body: JSON.stringify({ userId, owners }),
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch (error) {
+      throw ServiceError.unavailable('CreateSessionError', 'the session service does not answer; retry later', error);
+    }
+    if (res.status === 503) throw ServiceError.unavailable('CreateSessionError', 'the session service is unavailable; retry later');
+    if (res.status !== 201) throw new ServiceError(500, 'CreateSessionError', 'the session could not be created');
+    const body = (await res.json()) as Partial<SessionPair>;
+    if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string') throw new ServiceError(500, 'CreateSessionError', 'the session could not be created');
+    return { Sid: body.Sid, RefreshToken: body.RefreshToken };
+  }
+}

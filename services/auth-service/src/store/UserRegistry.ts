@@ -1,0 +1,66 @@
+import { Binary, MongoServerError, type Collection, type Db } from 'mongodb';
+
+export interface UserDoc {
+  _id: string; // userId (UUID, lower-case)
+  owners: string[];
+  createdAt: Date;
+}
+
+export interface CertificateDoc {
+  _id: string; // SHA-1 thumbprint, upper-case hex: unique by construction
+  userId: string;
+  subject: string;
+  notAfter: Date;
+  der: Binary;
+  addedAt: Date;
+}
+
+export class ThumbprintTaken extends Error {
+  override readonly name = 'ThumbprintTaken';
+}
+
+/** Users, the owners each may act for, and their certificates by thumbprint. */
+export class UserRegistry {
+  readonly users: Collection<UserDoc>;
+  readonly certificates: Collection<CertificateDoc>;
+
+  constructor(db: Db) {
+    this.users = db.collection<UserDoc>('users');
+    this.certificates = db.collection<CertificateDoc>('certificates');
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.certificates.createIndex({ userId: 1 });
+  }
+
+  async certificate(thumbprint: string): Promise<CertificateDoc | null> {
+    return this.certificates.findOne({ _id: thumbprint.toUpperCase() });
+  }
+
+  async user(userId: string): Promise<UserDoc | null> {
+    return this.users.findOne({ _id: userId.toLowerCase() });
+  }
+
+  /** Creates the user or adds owners to it (operator command; not raced by requests). */
+  async upsertUser(userId: string, owners: string[], now: Date): Promise<UserDoc> {
+    const id = userId.toLowerCase();
+    const existing = await this.users.findOne({ _id: id });
+    const merged = [...new Set([...(existing?.owners ?? []), ...owners.map((o) => o.toLowerCase())])];
+    if (existing) await this.users.updateOne({ _id: id }, { $set: { owners: merged } });
+    else await this.users.insertOne({ _id: id, owners: merged, createdAt: now });
+    return { _id: id, owners: merged, createdAt: existing?.createdAt ?? now };
+  }
+
+  /** Registers a certificate for a user; a thumbprint belongs to one user only. */
+  async addCertificate(doc: CertificateDoc): Promise<'added' | 'already'> {
+    try {
+      await this.certificates.insertOne(doc);
+      return 'added';
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === 11000)) throw error;
+      const held = await this.certificates.findOne({ _id: doc._id });
+      if (held?.userId === doc.userId) return 'already';
+      throw new ThumbprintTaken(`certificate ${doc._id} is registered to another user`);
+    }
+  }
+}

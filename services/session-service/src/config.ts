@@ -1,0 +1,30 @@
+import { env, parseEnv, z } from '@cp/config';
+
+const DAY = 24 * 3600;
+
+/** Every setting of the session-service, read from the environment once at start-up. */
+export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  return parseEnv(
+    {
+      PORT: env.port(8083),
+      HOST: z.string().default('0.0.0.0'),
+      LOG_LEVEL: env.logLevel(),
+      MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+      MONGODB_DATABASE: z.string().min(1).default('sessions'),
+      REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
+      /** Shared with the auth-service and content-service; guards /internal/*. */
+      INTERNAL_SECRET: z.string().min(16, 'must be at least 16 characters'),
+      /** Where api keys presented to /sessions/v5.x/sessions/refresh are checked. */
+      AUTH_SERVICE_URL: env.url(),
+      SID_TTL_SECONDS: env.int(30 * DAY, 1),
+      REFRESH_TTL_SECONDS: env.int(45 * DAY, 1),
+      /** Longest time a sid lookup stays in Redis (also the tombstone lifetime). */
+      CACHE_TTL_SECONDS: env.int(60, 1),
+      SWEEP_INTERVAL_SECONDS: env.int(600, 1),
+      SHUTDOWN_GRACE_MS: env.int(30_000, 0),
+    },
+    source,
+  );
+}
+
+export type SessionServiceConfig = ReturnType<typeof loadConfig>;

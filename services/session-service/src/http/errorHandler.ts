@@ -1,0 +1,30 @@
+import type { ErrorRequestHandler } from 'express';
+import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError } from 'mongodb';
+import { ServiceError } from '@cp/errors';
+import type { Logger } from '@cp/logging';
+import { RedisUnavailable } from '../store/RedisConnection';
+
+/** SPEC §4/§5 error body: `{"Code","Message"}`; nothing internal reaches the client. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const e = toServiceError(error);
+    if (e.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
+    res.status(e.status).type('application/json; charset=utf-8').send(JSON.stringify({ Code: e.code, Message: e.message }));
+  };
+}
+
+function toServiceError(error: unknown): ServiceError {
+  if (error instanceof ServiceError) return error;
+  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNotConnectedError) {
+    return ServiceError.unavailable('ServiceUnavailable', 'the session database does not answer; retry later', error);
+  }
+  if (error instanceof RedisUnavailable) return ServiceError.unavailable('ServiceUnavailable', 'the session cache does not answer; retry later', error);
+  const status = (error as { status?: unknown })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) return new ServiceError(status, 'BadRequest', 'the request could not be read');
+  return new ServiceError(500, 'UnknownError', 'the request failed unexpectedly');
+}

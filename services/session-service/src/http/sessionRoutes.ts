@@ -1,0 +1,69 @@
+import express, { Router, type Request } from 'express';
+import { ServiceError } from '@cp/errors';
+import type { ApiKeyChecker } from '../store/ApiKeyVerifier';
+import type { SessionService } from '../sessions/SessionService';
+
+const REFRESH_PATH = /^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/;
+
+/** The public API (SPEC §5.1), reached through the gateway at any /sessions/v5.x. */
+export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): Router {
+  const router = Router();
+  router.use(async (req, res, next) => {
+    if (!REFRESH_PATH.test(req.path)) return next();
+    if (req.method !== 'POST') throw new ServiceError(405, 'MethodNotAllowed', 'use POST');
+    const sid = firstOf(req, ['auth.sid', 'sid']) ?? sidFromHeaders(req);
+    const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']);
+    const apiKey = firstOf(req, ['api-key', 'apiKey']) ?? header(req, 'x-kontur-apikey');
+    const missing = [!sid && 'auth.sid', !refreshToken && 'refresh-token', !apiKey && 'api-key'].filter(Boolean);
+    if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
+    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    const pair = await sessions.refresh(sid!, refreshToken!);
+    res.status(200).json(pair);
+  });
+  return router;
+}
+
+/** Service-to-service endpoints; never routed by the gateway, guarded by the shared secret. */
+export function internalRoutes(sessions: SessionService): Router {
+  const router = Router();
+  router.use(express.json({ limit: '16kb' }));
+  router.post('/sessions', async (req, res) => {
+    const { userId, owners } = (req.body ?? {}) as { userId?: unknown; owners?: unknown };
+    if (typeof userId !== 'string' || !userId || !Array.isArray(owners) || !owners.every((o) => typeof o === 'string')) {
+      throw ServiceError.badRequest('MissingParameters', 'send {"userId": "...", "owners": ["..."]}');
+    }
+    res.status(201).json(await sessions.create(userId, owners.map((o: string) => o.toLowerCase())));
+  });
+  router.post('/sessions/validate', async (req, res) => {
+    const { sid } = (req.body ?? {}) as { sid?: unknown };
+    if (typeof sid !== 'string') throw ServiceError.badRequest('MissingParameters', 'send {"sid": "..."}');
+    const session = await sessions.validate(sid);
+    if (!session) throw ServiceError.notFound('SessionNotFound', 'the session is unknown, expired or revoked');
+    res.status(200).json(session);
+  });
+  return router;
+}
+
+function firstOf(req: Request, names: string[]): string | undefined {
+  for (const name of names) {
+    const v = req.query[name];
+    const s = Array.isArray(v) ? v[0] : v;
+    if (typeof s === 'string' && s !== '') return s;
+  }
+  return undefined;
+}
+
+function header(req: Request, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function sidFromHeaders(req: Request): string | undefined {
+  const m = /^\s*auth\.sid\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (m) return m[1];
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === 'auth.sid') return part.slice(eq + 1).trim() || undefined;
+  }
+  return undefined;
+}

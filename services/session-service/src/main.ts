@@ -1,0 +1,67 @@
+import { MongoClient } from 'mongodb';
+import { ConfigError } from '@cp/config';
+import { createLogger } from '@cp/logging';
+import { runServer, ServiceMetrics } from '@cp/service-kit';
+import { buildApp } from './app';
+import { loadConfig } from './config';
+import { systemClock } from './sessions/Clock';
+import { SessionService } from './sessions/SessionService';
+import { SessionSweeper } from './sessions/SessionSweeper';
+import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
+import { connectRedis } from './store/RedisConnection';
+import { SessionCache } from './store/SessionCache';
+import { SessionRepository } from './store/SessionRepository';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ service: 'session-service', level: config.LOG_LEVEL });
+  const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
+  await mongo.connect();
+  const db = mongo.db(config.MONGODB_DATABASE);
+  const repo = new SessionRepository(db);
+  await repo.ensureIndexes();
+  const redis = connectRedis(config.REDIS_URL, logger);
+  const sessions = new SessionService(
+    repo,
+    new SessionCache(redis, config.CACHE_TTL_SECONDS),
+    systemClock,
+    { sidTtlMs: config.SID_TTL_SECONDS * 1000, refreshTtlMs: config.REFRESH_TTL_SECONDS * 1000 },
+    logger,
+  );
+  const sweeper = new SessionSweeper(repo, systemClock, logger, {
+    intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
+    familyMaxAgeMs: config.REFRESH_TTL_SECONDS * 1000,
+  });
+  sweeper.start();
+
+  let draining = false;
+  const app = buildApp({
+    logger,
+    metrics: new ServiceMetrics('session-service'),
+    sessions,
+    apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.INTERNAL_SECRET),
+    internalSecret: config.INTERNAL_SECRET,
+    isDraining: () => draining,
+    // Redis is left out on purpose: without it sids are still validated from MongoDB.
+    readiness: [{ name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) }],
+  });
+  await runServer(app, {
+    port: config.PORT,
+    host: config.HOST,
+    logger,
+    shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
+    onDraining: () => {
+      draining = true;
+    },
+    onShutdown: async () => {
+      await sweeper.stop();
+      await redis.quit().catch(() => undefined);
+      await mongo.close();
+    },
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`session-service: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

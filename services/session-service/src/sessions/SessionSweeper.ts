@@ -1,0 +1,37 @@
+import type { Logger } from '@cp/logging';
+import type { SessionRepository } from '../store/SessionRepository';
+import type { Clock } from './Clock';
+
+/** Deletes expired pairs, rotation claims and finished families (FerretDB has no TTL indexes). */
+export class SessionSweeper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly repo: SessionRepository,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly opts: { intervalMs: number; familyMaxAgeMs: number },
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running ??= this.sweepOnce()
+        .catch((error: unknown) => this.logger.warn({ err: String(error) }, 'session sweep failed'))
+        .finally(() => {
+          this.running = undefined;
+        });
+    }, this.opts.intervalMs);
+    this.timer.unref();
+  }
+
+  async sweepOnce(): Promise<void> {
+    const removed = await this.repo.sweep(this.clock.now(), this.opts.familyMaxAgeMs);
+    if (removed) this.logger.info({ removed }, 'expired session records removed');
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+}

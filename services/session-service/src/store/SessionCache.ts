@@ -1,0 +1,65 @@
+import { redisCommand, type Redis } from './RedisConnection';
+
+/** What a live sid resolves to, as cached. */
+export interface CachedSession {
+  userId: string;
+  owners: string[];
+  familyId: string;
+  sidExpiresAt: number; // epoch ms
+}
+
+export type CacheLookup =
+  | { kind: 'miss' }
+  | { kind: 'live'; session: CachedSession }
+  | { kind: 'dead' } // tombstone: rotated, revoked or expired
+  | { kind: 'bypass' }; // a rotation is under way: read MongoDB, do not fill
+
+const DEAD = 'dead';
+const BYPASS = 'bypass';
+
+/**
+ * Redis cache of sid lookups (key `sess:<sidHash>`). Fills use SET NX so that a reader holding an
+ * old answer from MongoDB can never overwrite a tombstone written by a rotation or revocation;
+ * tombstones use a plain SET so they overwrite any fill. Every method throws RedisUnavailable when
+ * Redis does not answer.
+ */
+export class SessionCache {
+  constructor(
+    private readonly redis: Redis,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  async get(sidHash: string): Promise<CacheLookup> {
+    const raw = await redisCommand<string | null>(this.redis, ['GET', key(sidHash)]);
+    if (raw === null) return { kind: 'miss' };
+    if (raw === DEAD) return { kind: 'dead' };
+    if (raw === BYPASS) return { kind: 'bypass' };
+    try {
+      return { kind: 'live', session: JSON.parse(raw) as CachedSession };
+    } catch {
+      return { kind: 'bypass' };
+    }
+  }
+
+  /** Caches a live session unless something (a tombstone, another fill) is there already. */
+  async fillLive(sidHash: string, session: CachedSession, now: number): Promise<void> {
+    const seconds = Math.min(this.ttlSeconds, Math.floor((session.sidExpiresAt - now) / 1000));
+    if (seconds < 1) return;
+    await redisCommand(this.redis, ['SET', key(sidHash), JSON.stringify(session), 'EX', String(seconds), 'NX']);
+  }
+
+  async fillDead(sidHash: string): Promise<void> {
+    await redisCommand(this.redis, ['SET', key(sidHash), DEAD, 'EX', String(this.ttlSeconds), 'NX']);
+  }
+
+  /** Before a rotation commits: readers of this sid go to MongoDB until the tombstone lands. */
+  async bypass(sidHash: string): Promise<void> {
+    await redisCommand(this.redis, ['SET', key(sidHash), BYPASS, 'EX', String(this.ttlSeconds)]);
+  }
+
+  async tombstone(sidHash: string): Promise<void> {
+    await redisCommand(this.redis, ['SET', key(sidHash), DEAD, 'EX', String(this.ttlSeconds)]);
+  }
+}
+
+const key = (sidHash: string): string => `sess:${sidHash}`;
