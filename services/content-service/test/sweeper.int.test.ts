@@ -1,0 +1,103 @@
+import { Readable } from 'node:stream';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { MongoClient, type Db } from 'mongodb';
+import { createLogger } from '@cp/logging';
+import { Claims } from '../src/store/Claims';
+import { ContentRepository } from '../src/store/ContentRepository';
+import { ObjectStore } from '../src/store/ObjectStore';
+import { UploadLedger } from '../src/store/UploadLedger';
+import { UploadSweeper } from '../src/sweeper/UploadSweeper';
+import { PartAssembler } from '../src/uploads/PartAssembler';
+import { UploadService, stagingPrefix } from '../src/uploads/UploadService';
+
+/** The expiry sweeper against real FerretDB/MongoDB and S3, with a clock the test moves. */
+describe('upload sweeper', () => {
+  const ttlMs = 60_000;
+  let now = new Date('2026-01-01T00:00:00Z');
+  const clock = () => now;
+  const logger = createLogger({ service: 'test', level: 'silent' });
+  let mongo: MongoClient;
+  let db: Db;
+  let s3: S3Client;
+  let objects: ObjectStore;
+  let contents: ContentRepository;
+  let uploads: UploadService;
+  const bucket = `sweep-${Date.now().toString(36)}`;
+  const owner = '0f0e0d0c-0b0a-4909-8807-060504030201';
+
+  beforeAll(async () => {
+    mongo = await MongoClient.connect(process.env.MONGODB_URL!);
+    db = mongo.db(`sweeper-test-${Date.now().toString(36)}`);
+    s3 = new S3Client({
+      endpoint: process.env.S3_ENDPOINT,
+      region: 'us-east-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    objects = new ObjectStore(s3, bucket);
+    await objects.ensureBucket();
+    contents = new ContentRepository(db);
+    const ledger = new UploadLedger(db);
+    const assembler = new PartAssembler(ledger, objects, new Claims(db, 'assembly_claims'), logger, 60_000);
+    uploads = new UploadService({ contents, ledger, objects, assembler, completions: new Claims(db, 'completion_claims'), logger }, { uploadTtlMs: ttlMs, completionLeaseMs: 60_000, clock });
+  });
+
+  afterAll(async () => {
+    await db.dropDatabase();
+    await mongo.close();
+    s3.destroy();
+  });
+
+  const sweeper = () => new UploadSweeper(contents, uploads, new Claims(db, 'leases'), logger, { intervalMs: 1000, leaseMs: 60_000, batchSize: 100, clock });
+
+  async function startUpload(bytes = 100, total = 300): Promise<string> {
+    const outcome = await uploads.write({ ownerId: owner, contentId: null, range: { start: 0, end: bytes - 1, total }, declaredLength: bytes, contentType: null, body: Readable.from([Buffer.alloc(bytes, 7)]) });
+    return outcome.id;
+  }
+
+  async function openUploads(): Promise<string[]> {
+    const out = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
+    return (out.Uploads ?? []).map((u) => u.UploadId!);
+  }
+
+  async function stagedKeys(id: string): Promise<string[]> {
+    const out = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: stagingPrefix(id) }));
+    return (out.Contents ?? []).map((o) => o.Key!);
+  }
+
+  it('removes an abandoned upload from S3 and MongoDB and leaves a completed one alone', async () => {
+    const abandoned = await startUpload();
+    const record = (await contents.find(owner, abandoned))!;
+    expect(await stagedKeys(abandoned)).toHaveLength(1);
+    expect(await openUploads()).toContain(record.uploadId);
+    const done = await uploads.write({ ownerId: owner, contentId: null, range: null, declaredLength: 5, contentType: null, body: Readable.from([Buffer.from('hello')]) });
+
+    now = new Date(now.getTime() + ttlMs - 1000);
+    expect(await sweeper().sweepOnce()).toBe(0); // not expired yet
+    expect(await contents.find(owner, abandoned)).not.toBeNull();
+
+    now = new Date(now.getTime() + 2000);
+    expect(await sweeper().sweepOnce()).toBe(1);
+    expect(await contents.find(owner, abandoned)).toBeNull();
+    expect(await stagedKeys(abandoned)).toEqual([]);
+    expect(await openUploads()).not.toContain(record.uploadId);
+
+    const kept = (await contents.find(owner, done.id))!;
+    expect(kept.state).toBe('ready');
+    const stored = await objects.getRange(kept.s3Key, 0, 4);
+    const chunks: Buffer[] = [];
+    for await (const c of stored.body) chunks.push(c as Buffer);
+    expect(Buffer.concat(chunks).toString()).toBe('hello');
+  });
+
+  it('lets one of two concurrent sweepers do the work, without errors', async () => {
+    const ids = [await startUpload(), await startUpload(), await startUpload()];
+    now = new Date(now.getTime() + ttlMs + 1000);
+    const [a, b] = await Promise.all([sweeper().sweepOnce(), sweeper().sweepOnce()]);
+    expect(a + b).toBe(3);
+    expect(Math.min(a, b)).toBe(0);
+    for (const id of ids) expect(await contents.find(owner, id)).toBeNull();
+  });
+});
