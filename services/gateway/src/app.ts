@@ -5,6 +5,7 @@ import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
 import { accessLog, healthRoutes, requestId, type ReadinessCheck, type ServiceMetrics } from '@cp/service-kit';
+import { docsRoutes } from './docs/docsRoutes';
 import { upstreamFor, type Upstream } from './http/routes';
 import { gatewayErrorBody } from './http/upstreamErrorBody';
 
@@ -28,6 +29,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
   app.use(requestId());
   app.use(accessLog(deps.logger));
   app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));
+  app.use(docsRoutes());
   app.use(deps.metrics.middleware());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
