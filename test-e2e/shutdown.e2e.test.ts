@@ -134,3 +134,45 @@ describe('a content-service replica receiving SIGTERM in the middle of a 64 MiB 
     expect(sha256(Buffer.from(await whole.arrayBuffer()))).toBe(sha256(data));
   });
 });
+
+describe('a gateway replica receiving SIGTERM in the middle of a 64 MiB part it relays', () => {
+  let gateway: ServiceHandle | undefined;
+  afterAll(async () => {
+    await gateway?.stop('SIGKILL');
+  });
+
+  it('relays the part to its end, refuses new connections meanwhile, and exits 0', async () => {
+    const stack = testStack();
+    const contentUrl = stack.services['content-service']!.url;
+    gateway = await startService('gateway', {
+      env: { LOG_LEVEL: 'info', CONTENT_SERVICE_URL: contentUrl, SHUTDOWN_GRACE_MS: '300000' },
+      logDir: join(stack.logDir, 'shutdown'),
+    });
+    const owner = randomUUID();
+    const token = await tokenFor([owner]);
+    const part = randomBytes(P);
+    const upload = openUpload(`${gateway.url}/v1/${owner}/contents`, {
+      authorization: `Bearer ${token}`,
+      'content-range': rangeOf(0, P, 2 * P),
+      'content-length': String(P),
+    });
+    const chunk = 1024 * 1024;
+    for (let at = 0; at < P / 2; at += chunk) await upload.write(part.subarray(at, at + chunk));
+
+    expect(process.kill(gateway.pid, 'SIGTERM')).toBe(true);
+    await waitUntil('the gateway stops listening', () => refusesConnections(gateway!.port));
+    expect(() => process.kill(gateway!.pid, 0)).not.toThrow();
+
+    for (let at = P / 2; at < P; at += chunk) await upload.write(part.subarray(at, at + chunk));
+    upload.end();
+    const { res, body } = await upload.response;
+    expect({ status: res.statusCode, body }).toEqual({ status: 201, body: expect.stringMatching(/^\{"id":"[0-9a-f-]{36}"\}$/) });
+    expect(await gateway.exited).toBe(0);
+
+    // The part is really stored: the status endpoint of the content-service says so.
+    const { id } = JSON.parse(body) as { id: string };
+    const status = await fetch(`${contentUrl}/v1/${owner}/contents/${id}`, { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
+    expect(status.status).toBe(200);
+    expect(status.headers.get('x-received-ranges')).toBe(`0-${P - 1}`);
+  });
+});
