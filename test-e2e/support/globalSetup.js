@@ -16,6 +16,9 @@ module.exports = async () => {
     logDir,
     backing: stack.backing,
     services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, pid: s.pid }])),
+    authDatabase: stack.authDatabase,
+    internalSecret: stack.internalSecret,
+    sessionEnv: stack.sessionEnv,
   };
   process.env.CP_TEST_STACK = JSON.stringify(info);
   Object.assign(process.env, stack.backing);

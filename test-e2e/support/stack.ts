@@ -7,6 +7,12 @@ export interface TestStack {
   logDir: string;
   backing: { S3_ENDPOINT: string; S3_ACCESS_KEY_ID: string; S3_SECRET_ACCESS_KEY: string; MONGODB_URL: string; REDIS_URL: string };
   services: Record<string, { url: string; pid: number }>;
+  /** The auth-service's database (for the admin command line). */
+  authDatabase: string;
+  /** Shared secret of the /internal/* endpoints. */
+  internalSecret: string;
+  /** The session-service's environment, to start another replica of it. */
+  sessionEnv: Record<string, string>;
 }
 
 /** Where the stack of this test run listens (started once by the global setup). */

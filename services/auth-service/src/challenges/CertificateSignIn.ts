@@ -36,7 +36,9 @@ export class CertificateSignIn {
     const [leaf, ...rest] = certs;
     const now = this.deps.clock.now();
     if (!free) {
-      const verdict = await validateChain(leaf!, rest, await this.deps.trust.anchors(), now);
+      let verdict = await validateChain(leaf!, rest, await this.deps.trust.anchors(), now);
+      // The trust list is cached; a root or intermediate the operator just added must count at once.
+      if (!verdict.valid) verdict = await validateChain(leaf!, rest, await this.deps.trust.anchors(0), now);
       if (!verdict.valid) throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: ${verdict.reason}`);
     }
     const registered = await this.deps.users.certificate(leaf!.thumbprint);

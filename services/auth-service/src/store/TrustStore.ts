@@ -30,8 +30,9 @@ export class TrustStore {
     this.docs = db.collection<TrustedCertDoc>('trusted_certificates');
   }
 
-  async anchors(): Promise<TrustAnchors> {
-    if (this.cached && Date.now() - this.cached.at < this.refreshMs) return this.cached.anchors;
+  /** The anchors, read again when the memory copy is older than `maxAgeMs`. */
+  async anchors(maxAgeMs = this.refreshMs): Promise<TrustAnchors> {
+    if (this.cached && Date.now() - this.cached.at < maxAgeMs) return this.cached.anchors;
     const docs = await this.docs.find({}).toArray();
     const anchors: TrustAnchors = { roots: [], intermediates: [] };
     for (const doc of docs) {
