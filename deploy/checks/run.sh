@@ -21,6 +21,12 @@ render() {
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 failed=0
+# The validator must be able to fail: an unknown field in a Deployment is refused.
+printf '%s\n' 'apiVersion: apps/v1' 'kind: Deployment' 'metadata: {name: broken}' \
+  'spec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: x, image: "y:1", bogus: 1}]}}}' > "$out/broken.yaml"
+if kubectl-validate "$out/broken.yaml" --version "$K8S_VERSION" >/dev/null 2>&1; then
+  echo "FAIL kubectl-validate accepted a Deployment with an unknown field"; exit 1
+fi
 for dir in k8s/base k8s/overlays/*/; do
   dir=${dir%/}
   name=$(echo "$dir" | tr '/' '-')
@@ -35,4 +41,5 @@ for dir in k8s/base k8s/overlays/*/; do
 done
 [ "$failed" = 0 ] || exit 1
 
+[ -x node_modules/.bin/jest ] || pnpm install --frozen-lockfile --reporter=silent
 pnpm exec jest --ci --selectProjects unit --testPathPatterns 'deploy/test/'
