@@ -1,0 +1,217 @@
+// Every status and Code of SPEC §4 and §5.1 that a client can provoke, through the gateway.
+import { createHash, randomBytes } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { call } from './support/http';
+import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
+import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, signIn } from './support/signin';
+import { testStack } from './support/stack';
+
+const DAY = 24 * 3600 * 1000;
+
+describe('certificate sign-in refusals', () => {
+  const pki = new TestPki();
+  let root: Issued;
+  let intermediate: Issued;
+  let user: Issued;
+  let apiKey: string;
+  const chain = (c: Issued) => c.pem + intermediate.pem;
+
+  beforeAll(async () => {
+    root = pki.root('Errors Root CA');
+    intermediate = pki.issue('Errors Intermediate CA', root, { ca: true });
+    user = pki.issue('errors-user', intermediate);
+    await admin('trust', 'add', '--cert', root.certPath);
+    apiKey = await newApiKey();
+    await registerUser(user);
+  });
+
+  describe('authenticate-by-cert', () => {
+    it('answers 400 MissingParameters without a body or without an api key', async () => {
+      for (const res of [await authenticate(undefined, { apiKey }), await authenticate(chain(user), {})]) {
+        expect(res.status).toBe(400);
+        expect(res.json().Code).toBe('MissingParameters');
+      }
+    });
+
+    it('answers 403 InvalidApiKey for an unknown api key', async () => {
+      const res = await authenticate(chain(user), { apiKey: '6f0d4c8e-0000-4000-8000-000000000000' });
+      expect(res.status).toBe(403);
+      expect(res.json()).toEqual({ Code: 'InvalidApiKey', Message: expect.any(String) });
+    });
+
+    it.each([
+      ['text', Buffer.from('hello, this is not a certificate')],
+      ['random DER-looking bytes', Buffer.concat([Buffer.from([0x30, 0x82, 0x01, 0x00]), randomBytes(256)])],
+      ['a PEM block of junk', Buffer.from('-----BEGIN CERTIFICATE-----\nAAAABBBBCCCC\n-----END CERTIFICATE-----\n')],
+      ['a private key', Buffer.from('-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n-----END PRIVATE KEY-----\n')],
+    ])('answers 403 CertUnreadable for %s', async (_name, body) => {
+      const res = await authenticate(body, { apiKey });
+      expect(res.status).toBe(403);
+      expect(res.json().Code).toBe('CertUnreadable');
+    });
+
+    it('answers 403 UnknownCertificate for a valid certificate nobody registered', async () => {
+      const stranger = pki.issue('stranger', intermediate);
+      const res = await authenticate(chain(stranger), { apiKey });
+      expect(res.status).toBe(403);
+      expect(res.json().Code).toBe('UnknownCertificate');
+    });
+
+    describe('answers 406 CertNotValid for registered certificates whose chain fails', () => {
+      const cases: [string, () => { cert: Issued; body: string }][] = [
+        ['expired', () => ({ cert: pki.issue('expired', intermediate, { notBefore: new Date(Date.now() - 400 * DAY), notAfter: new Date(Date.now() - DAY) }), body: '' })],
+        ['not yet valid', () => ({ cert: pki.issue('future', intermediate, { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 400 * DAY) }), body: '' })],
+        ['issued by an untrusted CA', () => ({ cert: pki.issue('wrong-issuer', pki.root('Untrusted CA')), body: '' })],
+        ['self-signed', () => ({ cert: pki.root('self-signed-user'), body: '' })],
+        ['missing its intermediate', () => ({ cert: pki.issue('orphan', intermediate), body: 'leaf-only' })],
+      ];
+      it.each(cases)('%s', async (_name, make) => {
+        const { cert, body } = make();
+        await registerUser(cert);
+        const sent = body === 'leaf-only' ? cert.pem : chain(cert);
+        const res = await authenticate(sent, { apiKey });
+        expect(res.status).toBe(406);
+        expect(res.json().Code).toBe('CertNotValid');
+        // free=true skips the chain check (case-insensitive); the rnd still opens with openssl.
+        for (const free of ['true', 'TRUE', 'True']) {
+          const loose = await authenticate(cert.pem, { apiKey, free });
+          expect(loose.status).toBe(200);
+          expect(decryptEncryptedKey(loose.json().EncryptedKey, cert).length).toBe(48);
+        }
+        expect((await authenticate(sent, { apiKey, free: 'False' })).status).toBe(406);
+      });
+    });
+
+    it('answers 406 CertNotValid when an intermediate is not a CA', async () => {
+      const notCa = pki.issue('not-a-ca', intermediate); // a user certificate
+      const victim = pki.issue('signed-by-user', notCa);
+      await registerUser(victim);
+      const res = await authenticate(victim.pem + notCa.pem + intermediate.pem, { apiKey });
+      expect(res.status).toBe(406);
+    });
+  });
+
+  describe('approve-cert', () => {
+    it('answers 400 MissingParameters without a thumbprint or an api key', async () => {
+      const { rnd } = await challenge(user, apiKey, chain(user));
+      for (const res of [await approve(undefined, rnd, apiKey), await approve(user.thumbprint, rnd, undefined)]) {
+        expect(res.status).toBe(400);
+        expect(res.json().Code).toBe('MissingParameters');
+      }
+      expect((await approve(user.thumbprint, rnd, 'not-a-key')).json().Code).toBe('InvalidApiKey');
+    });
+
+    it('answers 403 UnknownCertificate for a thumbprint nobody registered', async () => {
+      const res = await approve('0123456789ABCDEF0123456789ABCDEF01234567', randomBytes(48), apiKey);
+      expect(res.status).toBe(403);
+      expect(res.json().Code).toBe('UnknownCertificate');
+    });
+
+    it('answers 403 RndBytesNotFound when no rnd was issued', async () => {
+      const idle = pki.issue('idle', intermediate);
+      await registerUser(idle);
+      const res = await approve(idle.thumbprint, randomBytes(48), apiKey);
+      expect(res.status).toBe(403);
+      expect(res.json().Code).toBe('RndBytesNotFound');
+    });
+
+    it('answers 403 WrongKey for a wrong rnd, and drops the rnd after 5 wrong tries', async () => {
+      const { rnd } = await challenge(user, apiKey, chain(user));
+      const wrong = Buffer.from(rnd);
+      wrong[47] ^= 1;
+      for (let i = 0; i < 4; i++) expect((await approve(user.thumbprint, wrong, apiKey)).json().Code).toBe('WrongKey');
+      expect((await approve(user.thumbprint, Buffer.alloc(0), apiKey)).json().Code).toBe('WrongKey');
+      const late = await approve(user.thumbprint, rnd, apiKey);
+      expect(late.status).toBe(403);
+      expect(late.json().Code).toBe('RndBytesNotFound');
+    });
+
+    it('accepts an rnd after fewer than 5 wrong tries', async () => {
+      const { rnd } = await challenge(user, apiKey, chain(user));
+      for (let i = 0; i < 4; i++) expect((await approve(user.thumbprint, randomBytes(48), apiKey)).json().Code).toBe('WrongKey');
+      expect((await approve(user.thumbprint, rnd, apiKey)).status).toBe(200);
+    });
+
+    it('refuses a replayed approve with RndBytesNotFound', async () => {
+      const { rnd } = await challenge(user, apiKey, chain(user));
+      expect((await approve(user.thumbprint, rnd, apiKey)).status).toBe(200);
+      const replay = await approve(user.thumbprint, rnd, apiKey);
+      expect(replay.status).toBe(403);
+      expect(replay.json().Code).toBe('RndBytesNotFound');
+    });
+
+    it('keeps one rnd per user: a second authenticate replaces the first', async () => {
+      const first = await challenge(user, apiKey, chain(user));
+      const second = await challenge(user, apiKey, chain(user));
+      expect(first.rnd.equals(second.rnd)).toBe(false);
+      expect((await approve(user.thumbprint, first.rnd, apiKey)).json().Code).toBe('WrongKey');
+      expect((await approve(user.thumbprint, second.rnd, apiKey)).status).toBe(200);
+    });
+  });
+
+  describe('sessions/refresh', () => {
+    it('answers 400 MissingParameters for each missing parameter', async () => {
+      const pair = await signIn(user, apiKey, chain(user));
+      for (const res of [await refresh(undefined, pair.RefreshToken, apiKey), await refresh(pair.Sid, undefined, apiKey), await refresh(pair.Sid, pair.RefreshToken, undefined)]) {
+        expect(res.status).toBe(400);
+        expect(res.json().Code).toBe('MissingParameters');
+      }
+    });
+
+    it('answers 403 for an unknown api key, an unknown refresh token, or a sid of another session', async () => {
+      const a = await signIn(user, apiKey, chain(user));
+      const b = await signIn(user, apiKey, chain(user));
+      expect((await refresh(a.Sid, a.RefreshToken, 'nope')).json().Code).toBe('InvalidApiKey');
+      expect((await refresh(a.Sid, randomBytes(32).toString('hex').toUpperCase(), apiKey)).json().Code).toBe('InvalidRefreshToken');
+      expect((await refresh(a.Sid, 'garbage', apiKey)).status).toBe(403);
+      const mismatch = await refresh(b.Sid, a.RefreshToken, apiKey);
+      expect(mismatch.status).toBe(403);
+      expect(mismatch.json().Code).toBe('SidMismatch');
+      // Neither session was harmed by the refused attempts.
+      expect((await refresh(a.Sid, a.RefreshToken, apiKey)).status).toBe(200);
+      expect((await refresh(b.Sid, b.RefreshToken, apiKey)).status).toBe(200);
+    });
+
+    it('rotates exactly once under concurrent refreshes with one token, and the reuse revokes the family', async () => {
+      const pair = await signIn(user, apiKey, chain(user));
+      const answers = await Promise.all(Array.from({ length: 8 }, () => refresh(pair.Sid, pair.RefreshToken, apiKey)));
+      // The winner may see the revocation its rivals caused before it answers: at most one 200.
+      const won = answers.filter((a) => a.status === 200);
+      expect(won.length).toBeLessThanOrEqual(1);
+      expect(answers.filter((a) => a.status === 403)).toHaveLength(8 - won.length);
+      for (const w of won) expect((await refresh(w.json().Sid, w.json().RefreshToken, apiKey)).status).toBe(403);
+      expect((await refresh(pair.Sid, pair.RefreshToken, apiKey)).status).toBe(403);
+
+      // In the database: one rotation claim, one successor pair, the family revoked.
+      const mongo = new MongoClient(testStack().backing.MONGODB_URL);
+      try {
+        const db = mongo.db(`${testStack().prefix}-sessions`);
+        const refreshHash = createHash('sha256').update(Buffer.from(pair.RefreshToken, 'hex')).digest('hex');
+        const rotation = await db.collection('session_rotations').findOne({ _id: refreshHash as never });
+        expect(rotation).not.toBeNull();
+        const pairs = await db.collection('session_pairs').find({ familyId: rotation!.familyId }).toArray();
+        expect(pairs).toHaveLength(1);
+        const family = await db.collection('session_families').findOne({ _id: rotation!.familyId });
+        expect(family!.revokedAt).toBeInstanceOf(Date);
+      } finally {
+        await mongo.close();
+      }
+    });
+  });
+
+  it('never routes the internal endpoints through the gateway', async () => {
+    const { gatewayUrl } = testStack();
+    for (const path of ['/internal/sessions/validate', '/sessions/v5.13/internal/sessions', '/auth/v5.13/internal/api-keys/verify']) {
+      const res = await call(`${gatewayUrl}${path}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(404);
+    }
+  });
+
+  it('refuses the internal endpoints without the shared secret', async () => {
+    const { services } = testStack();
+    const res = await call(`${services['session-service']!.url}/internal/sessions`, { method: 'POST', body: JSON.stringify({ userId: 'x', owners: [] }), headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(401);
+    const auth = await call(`${services['auth-service']!.url}/internal/api-keys/verify`, { method: 'POST', body: JSON.stringify({ apiKey }), headers: { 'content-type': 'application/json', 'x-internal-secret': 'wrong-secret-wrong-secret' } });
+    expect(auth.status).toBe(401);
+  });
+});
