@@ -122,8 +122,10 @@ function readCerts(file: string): ParsedCertificate[] {
   }
 }
 
+const NAMES: Record<string, string> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU', '2.5.4.6': 'C', '2.5.4.7': 'L', '2.5.4.8': 'ST' };
+
 function subjectOf(c: ParsedCertificate): string {
-  return c.cert.subject.typesAndValues.map((tv) => `${tv.type}=${String(tv.value.valueBlock.value)}`).join(', ');
+  return c.cert.subject.typesAndValues.map((tv) => `${NAMES[tv.type] ?? tv.type}=${String(tv.value.valueBlock.value)}`).join(', ');
 }
 
 async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
