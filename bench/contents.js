@@ -5,6 +5,7 @@ const { randomBytes, randomUUID } = require('node:crypto');
 const { CreateBucketCommand, CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, GetObjectCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, request } = require('./_support');
+const { purgeStackData } = require('../scripts/purge');
 
 const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
 const GIB = Number(args.gib ?? 1);
@@ -93,6 +94,7 @@ async function main() {
     console.log(`peak RSS after 8 parts of 64 MiB in flight: content-service ${rssAfter8.content.toFixed(0)} MiB, gateway ${rssAfter8.gateway.toFixed(0)} MiB`);
   } finally {
     await stack.stop();
+    await purgeStackData(stack.prefix, stack.backing);
   }
 }
 

@@ -4,6 +4,7 @@
 const { randomBytes, randomUUID } = require('node:crypto');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request } = require('./_support');
+const { purgeStackData } = require('../scripts/purge');
 (async () => {
   ensureBackingServers();
   const stack = await startStack({ prefix: `probe${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' }, contentNodeArgs: process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [] });
@@ -25,5 +26,6 @@ const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request } 
       const t = await timed(() => inFlight(4, Array.from({ length: 16 }, (_, k) => () => request('GET', `${base}/v1/${owner}/contents/${id}`, { ...auth, range: `bytes=${k * P}-${(k + 1) * P - 1}` }))));
       console.log(name, mbps(total, t.seconds).toFixed(0), 'MB/s', t.seconds.toFixed(2), 's; cpu s:', Object.entries(pids).map(([n, p]) => `${n}=${(cpu(p) - before[n]).toFixed(2)}`).join(' '));
     }
-  } finally { await stack.stop(); }
+  } finally { await stack.stop();
+    await purgeStackData(stack.prefix, stack.backing); }
 })();

@@ -1,3 +1,8 @@
+const { purgeStackData } = require('../../scripts/purge');
+
 module.exports = async () => {
-  await globalThis.__STACK__?.stop();
+  const stack = globalThis.__STACK__;
+  if (!stack) return;
+  await stack.stop();
+  if (!process.env.CP_KEEP_TEST_DATA) await purgeStackData(stack.prefix, stack.backing);
 };

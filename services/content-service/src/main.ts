@@ -12,6 +12,7 @@ import { DownloadService } from './downloads/DownloadService';
 import { HttpSessionValidator } from './http/HttpSessionValidator';
 import { ContentRepository } from './store/ContentRepository';
 import { Claims } from './store/Claims';
+import { Locks } from './store/Locks';
 import { ObjectStore } from './store/ObjectStore';
 import { UploadLedger } from './store/UploadLedger';
 import { UploadSweeper } from './sweeper/UploadSweeper';
@@ -45,19 +46,21 @@ async function main(): Promise<void> {
   const contents = new ContentRepository(db);
   const ledger = new UploadLedger(db);
   await contents.ensureIndexes();
-  await ledger.ensureIndexes();
   const objects = new ObjectStore(s3, config.S3_BUCKET);
   if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
   const ttlDays = Math.max(1, Math.ceil(config.UPLOAD_TTL_SECONDS / 86_400) + 1);
   const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays).catch(() => false);
   logger.info({ lifecycleRule: lifecycle, days: ttlDays }, lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads');
 
-  const assembler = new PartAssembler(ledger, objects, new Claims(db, 'assembly_claims'), logger, config.ASSEMBLY_LEASE_SECONDS * 1000);
   const uploads = new UploadService(
-    { contents, ledger, objects, assembler, completions: new Claims(db, 'completion_claims'), logger },
-    { uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000, completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000 },
+    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger },
+    {
+      uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
+      completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,
+      assemblyLeaseMs: config.ASSEMBLY_LEASE_SECONDS * 1000,
+    },
   );
-  const downloads = new DownloadService(contents, ledger, objects, uploads);
+  const downloads = new DownloadService(contents, objects, uploads);
   const sweeper = new UploadSweeper(contents, uploads, new Claims(db, 'leases'), logger, {
     intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
     leaseMs: 10 * 60_000,

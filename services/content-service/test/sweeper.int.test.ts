@@ -4,6 +4,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { createLogger } from '@cp/logging';
 import { Claims } from '../src/store/Claims';
 import { ContentRepository } from '../src/store/ContentRepository';
+import { Locks } from '../src/store/Locks';
 import { ObjectStore } from '../src/store/ObjectStore';
 import { UploadLedger } from '../src/store/UploadLedger';
 import { UploadSweeper } from '../src/sweeper/UploadSweeper';
@@ -22,12 +23,13 @@ describe('upload sweeper', () => {
   let objects: ObjectStore;
   let contents: ContentRepository;
   let uploads: UploadService;
-  const bucket = `sweep-${Date.now().toString(36)}`;
+  const { prefix } = JSON.parse(process.env.CP_TEST_STACK!) as { prefix: string };
+  const bucket = `${prefix}-sweep`;
   const owner = '0f0e0d0c-0b0a-4909-8807-060504030201';
 
   beforeAll(async () => {
     mongo = await MongoClient.connect(process.env.MONGODB_URL!);
-    db = mongo.db(`sweeper-test-${Date.now().toString(36)}`);
+    db = mongo.db(`${prefix}-sweeper`);
     s3 = new S3Client({
       endpoint: process.env.S3_ENDPOINT,
       region: 'us-east-1',
@@ -40,8 +42,10 @@ describe('upload sweeper', () => {
     await objects.ensureBucket();
     contents = new ContentRepository(db);
     const ledger = new UploadLedger(db);
-    const assembler = new PartAssembler(ledger, objects, new Claims(db, 'assembly_claims'), logger, 60_000);
-    uploads = new UploadService({ contents, ledger, objects, assembler, completions: new Claims(db, 'completion_claims'), logger }, { uploadTtlMs: ttlMs, completionLeaseMs: 60_000, clock });
+    uploads = new UploadService(
+      { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger },
+      { uploadTtlMs: ttlMs, completionLeaseMs: 60_000, assemblyLeaseMs: 60_000, clock },
+    );
   });
 
   afterAll(async () => {

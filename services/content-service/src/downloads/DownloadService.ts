@@ -2,7 +2,6 @@ import { ServiceError } from '@cp/errors';
 import { resolveRange, type RangeRequest } from '@cp/ranges';
 import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
 import type { ObjectStore, StoredObject } from '../store/ObjectStore';
-import type { UploadLedger } from '../store/UploadLedger';
 import type { UploadService } from '../uploads/UploadService';
 
 export type ReadyContent = ContentRecord & { total: number };
@@ -27,7 +26,6 @@ export type ContentStatus =
 export class DownloadService {
   constructor(
     private readonly contents: ContentRepository,
-    private readonly ledger: UploadLedger,
     private readonly objects: ObjectStore,
     private readonly uploads: UploadService,
   ) {}
@@ -35,8 +33,8 @@ export class DownloadService {
   async status(ownerId: string, id: string): Promise<ContentStatus> {
     const record = await this.load(ownerId, id);
     if (record.state === 'ready') return { state: 'ready', record: record as ReadyContent };
-    const received = (await this.ledger.allRanges(id)).map(({ a, b }) => ({ a, b }));
-    return { state: 'uploading', record, total: await this.contents.totalOf(record), received };
+    const { total, ranges } = await this.uploads.received(record);
+    return { state: 'uploading', record, total, received: ranges };
   }
 
   async plan(ownerId: string, id: string, range: RangeRequest | null): Promise<DownloadPlan> {

@@ -32,14 +32,6 @@ export class Claims {
     await this.claims.deleteOne({ _id: id });
   }
 
-  async isHeld(id: string): Promise<boolean> {
-    return (await this.claims.countDocuments({ _id: id }, { limit: 1 })) > 0;
-  }
-
-  async releaseAll(prefix: string): Promise<void> {
-    await this.claims.deleteMany({ _id: { $regex: `^${escapeRegex(prefix)}` } });
-  }
-
   private async insert(id: string, now: Date): Promise<boolean> {
     try {
       await this.claims.insertOne({ _id: id, since: now });
@@ -53,8 +45,4 @@ export class Claims {
 
 export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === 11000;
-}
-
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -1,5 +1,4 @@
 import type { Collection, Db } from 'mongodb';
-import { isDuplicateKey } from './Claims';
 
 export type ContentState = 'uploading' | 'ready';
 
@@ -11,7 +10,7 @@ export interface ContentRecord {
   _id: string;
   ownerId: string;
   state: ContentState;
-  /** Bytes in the content when known at creation or completion (see `totals` otherwise). */
+  /** Bytes in the content when known at creation or completion (else in the upload's bookkeeping). */
   total: number | null;
   contentType: string;
   s3Key: string;
@@ -24,20 +23,12 @@ export interface ContentRecord {
   completedAt: Date | null;
 }
 
-interface TotalDoc {
-  _id: string;
-  total: number;
-  at: Date;
-}
-
-/** The content-service's records of contents, and of totals declared after creation. */
+/** The content-service's records of contents. */
 export class ContentRepository {
   private readonly contents: Collection<ContentRecord>;
-  private readonly totals: Collection<TotalDoc>;
 
   constructor(db: Db) {
     this.contents = db.collection<ContentRecord>('contents');
-    this.totals = db.collection<TotalDoc>('totals');
   }
 
   async ensureIndexes(): Promise<void> {
@@ -54,23 +45,6 @@ export class ContentRepository {
     return this.contents.findOne({ _id: id, ownerId });
   }
 
-  /** The total of a content: from its record, or as declared later by some request. */
-  async totalOf(record: ContentRecord): Promise<number | null> {
-    if (record.total !== null) return record.total;
-    return (await this.totals.findOne({ _id: record._id }))?.total ?? null;
-  }
-
-  /** Declares the total once (first insert wins); returns the total now in force. */
-  async declareTotal(id: string, total: number, now: Date): Promise<number> {
-    try {
-      await this.totals.insertOne({ _id: id, total, at: now });
-      return total;
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-      return (await this.totals.findOne({ _id: id }))!.total;
-    }
-  }
-
   /** Written only by the holder of the completion claim. */
   async markReady(id: string, total: number, etag: string, now: Date): Promise<void> {
     await this.contents.updateOne({ _id: id }, { $set: { state: 'ready', total, etag, completedAt: now } });
@@ -81,11 +55,6 @@ export class ContentRepository {
   }
 
   async remove(id: string): Promise<void> {
-    await this.totals.deleteOne({ _id: id });
     await this.contents.deleteOne({ _id: id });
-  }
-
-  async forgetTotal(id: string): Promise<void> {
-    await this.totals.deleteOne({ _id: id });
   }
 }

@@ -2,115 +2,88 @@ import type { Collection, Db } from 'mongodb';
 import type { ByteRange } from '../uploads/ByteRanges';
 import { isDuplicateKey } from './Claims';
 
-/** A range of bytes received for a content: an aligned S3 part, or a piece staged in S3. */
-export interface ReceivedRange extends ByteRange {
-  _id: string;
-  contentId: string;
+/** A range received for a content: an aligned S3 part, or a piece staged as its own S3 object. */
+export interface Piece extends ByteRange {
   kind: 'part' | 'staged';
   /** Staged pieces: the S3 object holding the bytes, and their SHA-256 (to recognise a retry after assembly). */
   key: string | null;
   sha256: string | null;
-  at: Date;
 }
 
-/** An S3 multipart part that holds its final bytes. */
-export interface StoredPart {
+/** What an unfinished content has: its total once named, the last byte seen, its stored S3 parts. */
+export interface UploadState {
+  _id: string;
+  total: number | null;
+  lastByte: number;
+  /** S3 part number k → its ETag and size, under key `p<k>`. */
+  parts: Record<string, { etag: string; size: number }>;
+  /** Set while one request completes the content. */
+  completing: Date | null;
+}
+
+/** The ranges received inside one 64 MiB grid part. */
+export interface PartRanges {
   _id: string;
   contentId: string;
   k: number;
-  etag: string;
-  size: number;
-  at: Date;
+  pieces: Piece[];
+  /** Whether S3 part k holds its final bytes. */
+  stored: boolean;
+  /** Set while one request assembles the part from its pieces. */
+  assembling: Date | null;
 }
 
 /**
- * What has been received of each unfinished content, one small document per range and per S3
- * part (never a growing array in the content record, and never two writers on one document).
+ * The bookkeeping of unfinished uploads, in documents read and written by `_id` only: one per
+ * content and one per grid part that received bytes. (FerretDB answers `_id` lookups in about a
+ * millisecond but scans a collection for any other filter.) Callers hold the content's or the
+ * part's lock around every read-modify-write.
  */
 export class UploadLedger {
-  private readonly ranges: Collection<ReceivedRange>;
-  private readonly parts: Collection<StoredPart>;
+  private readonly states: Collection<UploadState>;
+  private readonly partRanges: Collection<PartRanges>;
 
   constructor(db: Db) {
-    this.ranges = db.collection<ReceivedRange>('received_ranges');
-    this.parts = db.collection<StoredPart>('parts');
-  }
-
-  async ensureIndexes(): Promise<void> {
-    await this.ranges.createIndex({ contentId: 1, a: 1 });
-    await this.parts.createIndex({ contentId: 1, k: 1 });
-  }
-
-  static rangeId(contentId: string, r: ByteRange): string {
-    return `${contentId}:${r.a}-${r.b}`;
-  }
-
-  /** Received ranges that share at least one byte with [a, b], in order. */
-  async overlapping(contentId: string, r: ByteRange): Promise<ReceivedRange[]> {
-    return this.ranges.find({ contentId, a: { $lte: r.b }, b: { $gte: r.a } }).sort({ a: 1 }).toArray();
-  }
-
-  async allRanges(contentId: string): Promise<ReceivedRange[]> {
-    return this.ranges.find({ contentId }).sort({ a: 1 }).toArray();
-  }
-
-  /** The last received byte, or -1. */
-  async lastReceivedByte(contentId: string): Promise<number> {
-    const [last] = await this.ranges.find({ contentId }).sort({ b: -1 }).limit(1).toArray();
-    return last?.b ?? -1;
-  }
-
-  /** Records (or, for a retry of the same range, replaces) a received range. Returns the replaced one. */
-  async putRange(range: ReceivedRange): Promise<ReceivedRange | null> {
-    for (;;) {
-      const previous = await this.ranges.findOne({ _id: range._id });
-      try {
-        if (previous) await this.ranges.replaceOne({ _id: range._id }, range);
-        else await this.ranges.insertOne(range);
-        return previous;
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error; // a concurrent retry inserted it first: replace it
-      }
-    }
-  }
-
-  async removeRange(id: string): Promise<void> {
-    await this.ranges.deleteOne({ _id: id });
-  }
-
-  async forgetPieceObject(id: string, key: string): Promise<void> {
-    await this.ranges.updateOne({ _id: id, key }, { $set: { key: null } });
+    this.states = db.collection<UploadState>('upload_states');
+    this.partRanges = db.collection<PartRanges>('part_ranges');
   }
 
   static partId(contentId: string, k: number): string {
     return `${contentId}:p${k}`;
   }
 
-  async putPart(part: StoredPart): Promise<void> {
-    for (;;) {
-      try {
-        await this.parts.replaceOne({ _id: part._id }, part, { upsert: true });
-        return;
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-      }
+  async state(contentId: string): Promise<UploadState> {
+    return (await this.states.findOne({ _id: contentId })) ?? { _id: contentId, total: null, lastByte: -1, parts: {}, completing: null };
+  }
+
+  async saveState(state: UploadState): Promise<void> {
+    await upsert(this.states, state);
+  }
+
+  async part(contentId: string, k: number): Promise<PartRanges> {
+    const id = UploadLedger.partId(contentId, k);
+    return (await this.partRanges.findOne({ _id: id })) ?? { _id: id, contentId, k, pieces: [], stored: false, assembling: null };
+  }
+
+  async savePart(part: PartRanges): Promise<void> {
+    await upsert(this.partRanges, part);
+  }
+
+  /** Removes the bookkeeping of a content with parts 1..partCount. */
+  async forget(contentId: string, partCount: number): Promise<void> {
+    for (let k = 1; k <= partCount; k++) await this.partRanges.deleteOne({ _id: UploadLedger.partId(contentId, k) });
+    await this.states.deleteOne({ _id: contentId });
+  }
+}
+
+async function upsert<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<void> {
+  for (;;) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the driver's filter typing cannot see that T has a string _id
+      await collection.replaceOne({ _id: doc._id } as any, doc, { upsert: true });
+      return;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error; // two first writes raced: the second becomes a replace
     }
-  }
-
-  async hasPart(contentId: string, k: number): Promise<boolean> {
-    return (await this.parts.countDocuments({ _id: UploadLedger.partId(contentId, k) }, { limit: 1 })) > 0;
-  }
-
-  async partCount(contentId: string): Promise<number> {
-    return this.parts.countDocuments({ contentId });
-  }
-
-  async partsOf(contentId: string): Promise<StoredPart[]> {
-    return this.parts.find({ contentId }).sort({ k: 1 }).toArray();
-  }
-
-  async forget(contentId: string): Promise<void> {
-    await this.ranges.deleteMany({ contentId });
-    await this.parts.deleteMany({ contentId });
   }
 }

@@ -3,16 +3,16 @@ import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import type { ContentRange } from '@cp/ranges';
-import type { Claims } from '../store/Claims';
 import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
+import type { Locks } from '../store/Locks';
 import { isNotFound, type ObjectStore } from '../store/ObjectStore';
-import { UploadLedger, type ReceivedRange } from '../store/UploadLedger';
-import { classifyRange, type ByteRange } from './ByteRanges';
+import type { PartRanges, Piece, UploadLedger, UploadState } from '../store/UploadLedger';
+import { classifyRange, covers, mergeRanges, type ByteRange } from './ByteRanges';
 import { exactBody, pipeInto } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
 import { HashingStream } from './HashingStream';
 import type { PartAssembler } from './PartAssembler';
-import { MAX_CONTENT_SIZE, PART_SIZE, PartGrid } from './PartGrid';
+import { MAX_CONTENT_SIZE, PART_SIZE, PartGrid, partKey } from './PartGrid';
 import { streamsEqual } from './streamsEqual';
 
 export type Clock = () => Date;
@@ -22,6 +22,8 @@ export interface UploadServiceOptions {
   uploadTtlMs: number;
   /** How long a completion may stay claimed before another request takes it over. */
   completionLeaseMs: number;
+  /** How long a part's assembly may stay claimed before another request takes it over. */
+  assemblyLeaseMs: number;
   clock?: Clock;
 }
 
@@ -30,8 +32,21 @@ export interface UploadServiceDeps {
   ledger: UploadLedger;
   objects: ObjectStore;
   assembler: PartAssembler;
-  completions: Claims;
+  locks: Locks;
   logger: Logger;
+}
+
+interface Assembly {
+  k: number;
+  pieces: Piece[];
+}
+
+/** What a request claimed under the content's lock, to do after releasing it. */
+interface Work {
+  assemblies: Assembly[];
+  complete: boolean;
+  total: number | null;
+  replaced?: Piece;
 }
 
 /** One write request: a POST (contentId null) or a PUT of a range, with its body. */
@@ -59,7 +74,7 @@ const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 /**
  * Takes uploads. A range that is exactly a grid part streams straight into UploadPart; any other
  * range is staged in S3 and assembled into its part once the part is covered. Completion is
- * decided by an insert-claim, so exactly one request completes a content.
+ * claimed under the content's lock, so exactly one request completes a content.
  */
 export class UploadService {
   private readonly clock: Clock;
@@ -67,14 +82,14 @@ export class UploadService {
   private readonly ledger: UploadLedger;
   private readonly objects: ObjectStore;
   private readonly assembler: PartAssembler;
-  private readonly completions: Claims;
+  private readonly locks: Locks;
   private readonly logger: Logger;
 
   constructor(
     deps: UploadServiceDeps,
     private readonly options: UploadServiceOptions,
   ) {
-    ({ contents: this.contents, ledger: this.ledger, objects: this.objects, assembler: this.assembler, completions: this.completions, logger: this.logger } = deps);
+    ({ contents: this.contents, ledger: this.ledger, objects: this.objects, assembler: this.assembler, locks: this.locks, logger: this.logger } = deps);
     this.clock = options.clock ?? (() => new Date());
   }
 
@@ -147,101 +162,189 @@ export class UploadService {
     }
   }
 
-  /** Stores one range of an unfinished content, then assembles and completes what it can. */
+  /**
+   * Stores one range of an unfinished content. The bytes go to S3 first (straight into their part,
+   * or staged); then, under the content's lock, the bookkeeping is checked again and updated, and
+   * any assembly or the completion this range makes possible is claimed; the claimed work runs
+   * after the lock is released.
+   */
   private async receive(record: ContentRecord, range: ContentRange, body: Readable): Promise<WriteOutcome> {
     const id = record._id;
-    const total = await this.settleTotal(record, range);
-    if (total !== null && range.end >= total) {
-      throw ServiceError.badRequest('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
-    }
     const wanted: ByteRange = { a: range.start, b: range.end };
-    const before = await this.ledger.overlapping(id, wanted);
-    const verdict = classifyRange(wanted, before);
-    if (verdict === 'overlap') throw overlapConflict(wanted, before);
-    if (verdict === 'retry' && before[0]!.kind === 'staged' && (await this.touchedPartsStored(id, wanted))) {
-      return this.compareAssembledRetry(record, before[0]!, body, range);
-    }
-    if (await this.completions.isHeld(id)) {
-      throw ServiceError.unavailable('contentCompleting', 'the content is being completed right now; retry in a moment', undefined, 1);
+    const touched = partsTouched(wanted);
+
+    // Checks before moving any bytes (repeated under the lock, since others may write meanwhile).
+    const state = await this.ledger.state(id);
+    const total = this.settleTotal(record, state, range);
+    const before = await Promise.all(touched.map((k) => this.ledger.part(id, k)));
+    this.checkWritable(state, before, wanted);
+    const verdict = classifyRange(wanted, before.flatMap((p) => p.pieces));
+    if (verdict === 'retry' && before.every((p) => p.stored)) {
+      const piece = before[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b)!;
+      if (piece.kind === 'staged') return this.compareAssembledRetry(record, piece, body);
     }
 
     const length = wanted.b - wanted.a + 1;
     const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
-    const now = this.clock();
-    const rangeId = UploadLedger.rangeId(id, wanted);
+    let piece: Piece;
+    let etag: string | null = null;
     if (k !== null) {
-      const etag = await this.objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
-      const previous = await this.ledger.putRange({ _id: rangeId, contentId: id, ...wanted, kind: 'part', key: null, sha256: null, at: now });
-      await this.confirmNoOverlap(id, wanted, previous === null);
-      await this.ledger.putPart({ _id: UploadLedger.partId(id, k), contentId: id, k, etag, size: length, at: now });
+      etag = await this.objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
+      piece = { ...wanted, kind: 'part', key: null, sha256: null };
     } else {
       const key = `${stagingPrefix(id)}${wanted.a}-${wanted.b}.${randomBytes(6).toString('hex')}`;
       const hashing = new HashingStream();
       await this.objects.putObject(key, pipeInto(exactBody(body, length), hashing), length, 'application/octet-stream');
-      const previous = await this.ledger.putRange({ _id: rangeId, contentId: id, ...wanted, kind: 'staged', key, sha256: hashing.digest, at: now });
-      try {
-        await this.confirmNoOverlap(id, wanted, previous === null);
-      } catch (error) {
-        await this.objects.delete(key).catch(() => undefined);
-        throw error;
-      }
-      if (previous?.key) await this.objects.delete(previous.key).catch(() => undefined);
-      for (let part = PartGrid.partNumberAt(wanted.a); part <= PartGrid.partNumberAt(wanted.b); part++) {
-        await this.assembler.assemble(record, part, total, now);
-      }
+      piece = { ...wanted, kind: 'staged', key, sha256: hashing.digest };
     }
-    // Naming the total may have made the final part complete, whoever sent its bytes.
-    if (total !== null && range.total !== null) await this.assembler.assemble(record, PartGrid.partCount(total), total, now);
-    const completedNow = await this.tryComplete(record, total);
+
+    let work: Work;
+    try {
+      work = await this.locks.with([lockName(id)], async () => {
+        const now = this.clock();
+        const state = await this.ledger.state(id);
+        const total = this.settleTotal(record, state, range);
+        const parts = await Promise.all(touched.map((n) => this.ledger.part(id, n)));
+        this.checkWritable(state, parts, wanted);
+        let replaced: Piece | undefined;
+        for (const part of parts) {
+          replaced = part.pieces.find((p) => p.a === wanted.a && p.b === wanted.b) ?? replaced;
+          part.pieces = [...part.pieces.filter((p) => !(p.a === wanted.a && p.b === wanted.b)), piece].sort((x, y) => x.a - y.a);
+          if (k !== null) part.stored = true;
+        }
+        if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: length };
+        if (record.total === null) state.total = total;
+        state.lastByte = Math.max(state.lastByte, wanted.b);
+        // Naming the total may have made the final part complete, whoever sent its bytes.
+        const candidates = new Set(touched);
+        if (total !== null) candidates.add(PartGrid.partCount(total));
+        const work = await this.claimWork(record, state, total, [...candidates], parts, now);
+        for (const part of parts) await this.ledger.savePart(part);
+        await this.ledger.saveState(state);
+        return { ...work, replaced };
+      });
+    } catch (error) {
+      if (piece.key) await this.objects.delete(piece.key).catch(() => undefined);
+      throw error;
+    }
+    if (work.replaced?.key && work.replaced.key !== piece.key) await this.objects.delete(work.replaced.key).catch(() => undefined);
+    const completedNow = await this.runWork(record, work);
     return { id, completedNow, completed: completedNow };
   }
 
+  /** The total in force after this request, checked against what is known: 409 on a contradiction. */
+  private settleTotal(record: ContentRecord, state: UploadState, range: ContentRange): number | null {
+    const known = record.total ?? state.total;
+    if (range.total !== null) {
+      if (known !== null && known !== range.total) throw totalConflict(known, range.total);
+      if (known === null && state.lastByte >= range.total) {
+        throw ServiceError.conflict('totalConflict', `the total ${range.total} is smaller than the ${state.lastByte + 1} bytes already received`);
+      }
+    }
+    const total = known ?? range.total;
+    if (total !== null && range.end >= total) {
+      throw ServiceError.badRequest('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
+    }
+    return total;
+  }
+
+  /** Refuses writes that would clash with received bytes or with work in progress. */
+  private checkWritable(state: UploadState, parts: PartRanges[], wanted: ByteRange): void {
+    if (state.completing && !this.isStale(state.completing, this.options.completionLeaseMs)) {
+      throw ServiceError.unavailable('contentCompleting', 'the content is being completed right now; retry in a moment', undefined, 1);
+    }
+    const verdict = classifyRange(wanted, parts.flatMap((p) => p.pieces));
+    if (verdict === 'overlap') throw overlapConflict(wanted, parts.flatMap((p) => p.pieces));
+    if (parts.some((p) => p.assembling && !this.isStale(p.assembling, this.options.assemblyLeaseMs))) {
+      throw ServiceError.unavailable('partAssembling', 'the part these bytes belong to is being assembled right now; retry in a moment', undefined, 1);
+    }
+  }
+
   /**
-   * Reconciles the total this request names with the one in force: the first to name it sets it;
-   * a different one later, or one below bytes already received, is a conflict.
+   * Under the content's lock: claims the assembly of every candidate part that is covered and not
+   * yet stored, and the completion when every part is stored. Mutates the documents it is given.
    */
-  private async settleTotal(record: ContentRecord, range: ContentRange): Promise<number | null> {
-    const known = await this.contents.totalOf(record);
-    if (range.total === null) return known;
-    if (known !== null) {
-      if (known !== range.total) throw totalConflict(known, range.total);
-      return known;
+  private async claimWork(record: ContentRecord, state: UploadState, total: number | null, candidates: number[], loaded: PartRanges[], now: Date): Promise<Work> {
+    const assemblies: Assembly[] = [];
+    for (const k of candidates) {
+      const part = loaded.find((p) => p.k === k) ?? (await this.ledger.part(record._id, k));
+      if (part.stored || (part.assembling && !this.isStale(part.assembling, this.options.assemblyLeaseMs))) continue;
+      const { start, end } = PartGrid.partRange(k, total);
+      if (total !== null && start >= total) continue;
+      if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
+      part.assembling = now;
+      if (!loaded.includes(part)) await this.ledger.savePart(part);
+      assemblies.push({ k, pieces: part.pieces });
     }
-    const lastByte = await this.ledger.lastReceivedByte(record._id);
-    if (lastByte >= range.total) {
-      throw ServiceError.conflict('totalConflict', `the total ${range.total} is smaller than the ${lastByte + 1} bytes already received`);
-    }
-    const inForce = await this.contents.declareTotal(record._id, range.total, this.clock());
-    if (inForce !== range.total) throw totalConflict(inForce, range.total);
-    return inForce;
+    const complete = assemblies.length === 0 && this.claimCompletion(state, total, now);
+    return { assemblies, complete, total };
   }
 
-  /** Two partly overlapping ranges racing each other: both lose, nothing of theirs is kept. */
-  private async confirmNoOverlap(id: string, wanted: ByteRange, insertedNew: boolean): Promise<void> {
-    const after = await this.ledger.overlapping(id, wanted);
-    if (classifyRange(wanted, after) !== 'overlap') return;
-    if (insertedNew) await this.ledger.removeRange(UploadLedger.rangeId(id, wanted));
-    throw overlapConflict(wanted, after);
-  }
-
-  private async touchedPartsStored(id: string, r: ByteRange): Promise<boolean> {
-    for (let k = PartGrid.partNumberAt(r.a); k <= PartGrid.partNumberAt(r.b); k++) {
-      if (!(await this.ledger.hasPart(id, k))) return false;
+  /** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
+  private claimCompletion(state: UploadState, total: number | null, now: Date): boolean {
+    if (total === null || total === 0) return false;
+    if (state.completing && !this.isStale(state.completing, this.options.completionLeaseMs)) return false;
+    const expected = PartGrid.partCount(total);
+    for (let k = 1; k <= expected; k++) {
+      const stored = state.parts[partKey(k)];
+      const size = PartGrid.partRange(k, total).end - PartGrid.partRange(k, total).start + 1;
+      if (!stored || stored.size !== size) return false;
     }
+    state.completing = now;
     return true;
   }
 
+  /** Runs the assemblies and completion claimed under the lock; true when this request completed the content. */
+  private async runWork(record: ContentRecord, work: Work): Promise<boolean> {
+    let complete = work.complete;
+    for (const assembly of work.assemblies) {
+      let result: { etag: string; size: number };
+      try {
+        result = await this.assembler.assemble(record, assembly.k, work.total, assembly.pieces);
+      } catch (error) {
+        await this.locks.with([lockName(record._id)], async () => {
+          const part = await this.ledger.part(record._id, assembly.k);
+          part.assembling = null;
+          await this.ledger.savePart(part);
+        });
+        throw error;
+      }
+      complete = await this.locks.with([lockName(record._id)], async () => {
+        const state = await this.ledger.state(record._id);
+        const part = await this.ledger.part(record._id, assembly.k);
+        part.stored = true;
+        part.assembling = null;
+        state.parts[partKey(assembly.k)] = result;
+        const claimed = this.claimCompletion(state, record.total ?? state.total, this.clock());
+        await this.ledger.savePart(part);
+        await this.ledger.saveState(state);
+        return claimed;
+      });
+      await this.dropAssembledPieces(record._id, assembly.pieces);
+    }
+    if (!complete) return false;
+    await this.complete(record, work.total ?? (await this.ledger.state(record._id)).total!);
+    return true;
+  }
+
+  /** Deletes staged objects whose every grid part is now stored. */
+  private async dropAssembledPieces(id: string, pieces: Piece[]): Promise<void> {
+    for (const piece of pieces) {
+      if (!piece.key) continue;
+      const parts = await Promise.all(partsTouched(piece).map((k) => this.ledger.part(id, k)));
+      if (parts.every((p) => p.stored)) await this.objects.delete(piece.key).catch(() => undefined);
+    }
+  }
+
   /** A retry of a piece already assembled into its part: fine when the bytes are the same ones. */
-  private async compareAssembledRetry(record: ContentRecord, stored: ReceivedRange, body: Readable, range: ContentRange): Promise<WriteOutcome> {
+  private async compareAssembledRetry(record: ContentRecord, stored: Piece, body: Readable): Promise<WriteOutcome> {
     const hashing = new HashingStream();
     const counted = pipeInto(exactBody(body, stored.b - stored.a + 1), hashing);
     for await (const chunk of counted) void chunk;
     if (hashing.digest !== stored.sha256) {
-      throw ServiceError.conflict('rangeAlreadyStored', `bytes ${stored.a}-${stored.b} were already received with other content and are part of an assembled part`);
+      throw ServiceError.conflict('rangeAlreadyStored', `bytes ${stored.a}-${stored.b} were already received with other content and are assembled into their part`);
     }
-    const total = await this.contents.totalOf(record);
-    const completedNow = range.total !== null ? await this.tryComplete(record, total) : false;
-    return { id: record._id, completedNow, completed: completedNow };
+    return { id: record._id, completedNow: false, completed: false };
   }
 
   /** A write to a finished content is a harmless retry when its bytes are the stored ones. */
@@ -256,28 +359,15 @@ export class UploadService {
     return { id: record._id, completedNow: false, completed: true };
   }
 
-  /**
-   * Completes the content when every part is stored. Of all requests that see that, the one whose
-   * claim insert succeeds calls CompleteMultipartUpload and returns true.
-   */
-  private async tryComplete(record: ContentRecord, total: number | null): Promise<boolean> {
-    if (total === null) return false;
-    const expected = PartGrid.partCount(total);
-    if ((await this.ledger.partCount(record._id)) < expected) return false;
-    if (!(await this.completions.acquire(record._id, this.clock(), this.options.completionLeaseMs))) return false;
+  /** Called by the holder of the completion claim: CompleteMultipartUpload, then the record says ready. */
+  private async complete(record: ContentRecord, total: number): Promise<void> {
     try {
-      const fresh = await this.contents.find(record.ownerId, record._id);
-      if (!fresh || fresh.state === 'ready') return false;
-      const parts = (await this.ledger.partsOf(record._id)).filter((p) => p.k <= expected);
-      const lastSize = total - (expected - 1) * PART_SIZE;
-      const consistent = parts.length === expected && parts.every((p, i) => p.k === i + 1 && p.size === (p.k === expected ? lastSize : PART_SIZE));
-      if (!consistent) {
-        this.logger.warn({ contentId: record._id, parts: parts.map((p) => [p.k, p.size]) }, 'parts do not fit the total; not completing');
-        return false;
-      }
+      const state = await this.ledger.state(record._id);
+      const expected = PartGrid.partCount(total);
+      const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, etag: state.parts[partKey(i + 1)]!.etag }));
       let etag: string;
       try {
-        etag = await this.objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts.map((p) => ({ partNumber: p.k, etag: p.etag })));
+        etag = await this.objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts);
       } catch (error) {
         // An earlier holder may have completed the upload before it could record so.
         const existing = isNotFound(error) ? await this.objects.head(record.s3Key) : null;
@@ -285,32 +375,63 @@ export class UploadService {
         etag = existing.etag;
       }
       await this.contents.markReady(record._id, total, etag, this.clock());
-    } finally {
-      await this.completions.release(record._id);
+    } catch (error) {
+      await this.locks.with([lockName(record._id)], async () => {
+        const state = await this.ledger.state(record._id);
+        state.completing = null;
+        await this.ledger.saveState(state);
+      });
+      throw error;
     }
-    await this.cleanUp(record._id).catch((error: unknown) => this.logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
-    return true;
+    await this.cleanUp(record._id, total).catch((error: unknown) => this.logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
   }
 
-  /** For readers: finishes a content whose parts are all stored but whose completion did not happen. */
+  /**
+   * For readers: finishes what a crashed or failed request left undone (a covered part never
+   * assembled, a completion never finished), once its lease has run out.
+   */
   async finishIfComplete(record: ContentRecord): Promise<ContentRecord> {
     if (record.state === 'ready') return record;
-    await this.tryComplete(record, await this.contents.totalOf(record));
+    const work = await this.locks.with([lockName(record._id)], async () => {
+      const state = await this.ledger.state(record._id);
+      const total = record.total ?? state.total;
+      if (total === null || state.lastByte < 0) return null;
+      const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1);
+      const work = await this.claimWork(record, state, total, candidates, [], this.clock());
+      await this.ledger.saveState(state);
+      return work;
+    });
+    if (work) await this.runWork(record, { ...work, replaced: undefined });
     return (await this.contents.find(record.ownerId, record._id)) ?? record;
+  }
+
+  /** The received byte ranges of an unfinished content, for HEAD. */
+  async received(record: ContentRecord): Promise<{ total: number | null; ranges: ByteRange[] }> {
+    const state = await this.ledger.state(record._id);
+    const ranges: ByteRange[] = [];
+    for (let k = 1; k <= PartGrid.partNumberAt(Math.max(0, state.lastByte)) && state.lastByte >= 0; k++) {
+      const part = await this.ledger.part(record._id, k);
+      ranges.push(...part.pieces.map(({ a, b }) => ({ a, b })));
+    }
+    return { total: record.total ?? state.total, ranges: mergeRanges(ranges) };
   }
 
   /** Removes everything of an unfinished content: its S3 upload, staged pieces, and records. */
   async discard(record: ContentRecord): Promise<void> {
     if (record.uploadId) await this.objects.abortMultipartUpload(record.s3Key, record.uploadId);
     await this.objects.deletePrefix(stagingPrefix(record._id));
-    await this.ledger.forget(record._id);
+    const state = await this.ledger.state(record._id);
+    await this.ledger.forget(record._id, PartGrid.partNumberAt(Math.max(0, state.lastByte)));
     await this.contents.remove(record._id);
   }
 
-  private async cleanUp(id: string): Promise<void> {
+  private async cleanUp(id: string, total: number): Promise<void> {
     await this.objects.deletePrefix(stagingPrefix(id));
-    await this.ledger.forget(id);
-    await this.contents.forgetTotal(id);
+    await this.ledger.forget(id, PartGrid.partCount(total));
+  }
+
+  private isStale(since: Date, leaseMs: number): boolean {
+    return since.getTime() < this.clock().getTime() - leaseMs;
   }
 
   private async requireRecord(ownerId: string, id: string): Promise<ContentRecord> {
@@ -338,6 +459,17 @@ export class UploadService {
 
 export function contentKey(ownerId: string, id: string): string {
   return `contents/${ownerId}/${id}`;
+}
+
+function lockName(id: string): string {
+  return `content:${id}`;
+}
+
+/** The grid parts a range has bytes in. */
+function partsTouched(r: ByteRange): number[] {
+  const out: number[] = [];
+  for (let k = PartGrid.partNumberAt(r.a); k <= PartGrid.partNumberAt(r.b); k++) out.push(k);
+  return out;
 }
 
 export function stagingPrefix(id: string): string {
