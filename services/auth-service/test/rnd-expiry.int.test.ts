@@ -40,12 +40,14 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
   let base: string;
   let apiKey: string;
   let user: Issued;
+  let dbName: string;
 
   beforeAll(async () => {
     const stack = testStack();
     const logger = createLogger({ service: 'auth-service-test', level: 'silent' });
     mongo = await new MongoClient(stack.backing.MONGODB_URL).connect();
-    const db = mongo.db(`${stack.prefix}-auth-inproc-${randomUUID().slice(0, 8)}`);
+    dbName = `${stack.prefix}-auth-inproc-${randomUUID().slice(0, 8)}`;
+    const db = mongo.db(dbName);
     redis = connectRedis(stack.backing.REDIS_URL, logger);
     await redis.connect().catch(() => undefined);
     while (!redis.isReady) await new Promise((r) => setTimeout(r, 20));
@@ -106,6 +108,20 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     clock.advance(-20 * MINUTE); // even back in time: the expired rnd was deleted
     expect(await approve(rnd)).toEqual({ status: 403, Code: 'RndBytesNotFound' });
     clock.advance(10 * MINUTE - 1_000);
+  });
+
+  it('answers 503 CreateSessionError when the session-service does not answer', async () => {
+    const rnd = await issue();
+    const stack = testStack();
+    const logger = createLogger({ service: 'auth-service-test', level: 'silent' });
+    const db = mongo.db(`${stack.prefix}-auth-nosession-${randomUUID().slice(0, 8)}`);
+    // Same registry and Redis, but a session-service address where nothing listens.
+    const signIn = new CertificateSignIn(
+      { users: new UserRegistry(mongo.db(dbName)), trust: new TrustStore(db), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecret), clock, logger },
+      { rndTtlSeconds: 600 },
+    );
+    const failed = await signIn.approve(user.thumbprint, rnd).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ status: 503, code: 'CreateSessionError' });
   });
 
   it('checks certificate validity at the clock time', async () => {
