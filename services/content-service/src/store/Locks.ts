@@ -3,26 +3,37 @@ import { ServiceError } from '@cp/errors';
 import type { Claims } from './Claims';
 
 /**
- * Short mutual exclusion over one content's (or one part's) bookkeeping, built on insert-claims.
- * Held only around a read-modify-write of small documents, never while bytes move.
+ * Short mutual exclusion over one content's bookkeeping, held only around a read-modify-write of
+ * small documents, never while bytes move. Across replicas the lock is an insert-claim in the
+ * database; within one process, requests for the same lock queue in memory first, so that only
+ * one of them at a time polls the database.
  */
 export class Locks {
+  private readonly local = new Map<string, Promise<void>>();
+
   constructor(
     private readonly claims: Claims,
     private readonly leaseMs = 30_000,
     private readonly waitMs = 15_000,
   ) {}
 
-  async with<T>(names: string[], work: () => Promise<T>): Promise<T> {
-    const held: string[] = [];
+  async with<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.local.get(name) ?? Promise.resolve();
+    let releaseLocal!: () => void;
+    const mine = new Promise<void>((resolve) => (releaseLocal = resolve));
+    const tail = previous.then(() => mine);
+    this.local.set(name, tail);
     try {
-      for (const name of [...names].sort()) {
-        await this.acquire(name);
-        held.push(name);
+      await previous;
+      await this.acquire(name);
+      try {
+        return await work();
+      } finally {
+        await this.claims.release(name);
       }
-      return await work();
     } finally {
-      for (const name of held.reverse()) await this.claims.release(name);
+      releaseLocal();
+      if (this.local.get(name) === tail) this.local.delete(name);
     }
   }
 

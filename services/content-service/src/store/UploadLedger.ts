@@ -53,7 +53,7 @@ export class UploadLedger {
   }
 
   async state(contentId: string): Promise<UploadState> {
-    return (await this.states.findOne({ _id: contentId })) ?? { _id: contentId, total: null, lastByte: -1, parts: {}, completing: null };
+    return (await this.states.findOne({ _id: contentId })) ?? emptyUploadState(contentId);
   }
 
   async saveState(state: UploadState): Promise<void> {
@@ -74,6 +74,10 @@ export class UploadLedger {
     for (let k = 1; k <= partCount; k++) await this.partRanges.deleteOne({ _id: UploadLedger.partId(contentId, k) });
     await this.states.deleteOne({ _id: contentId });
   }
+}
+
+export function emptyUploadState(contentId: string): UploadState {
+  return { _id: contentId, total: null, lastByte: -1, parts: {}, completing: null };
 }
 
 async function upsert<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<void> {

@@ -4,9 +4,10 @@ import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import type { ContentRange } from '@cp/ranges';
 import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
+import { LedgerCommits, type LedgerView } from '../store/LedgerCommits';
 import type { Locks } from '../store/Locks';
 import { isNotFound, type ObjectStore } from '../store/ObjectStore';
-import type { PartRanges, Piece, UploadLedger, UploadState } from '../store/UploadLedger';
+import { emptyUploadState, type PartRanges, type Piece, type UploadLedger, type UploadState } from '../store/UploadLedger';
 import { classifyRange, covers, mergeRanges, type ByteRange } from './ByteRanges';
 import { exactBody, pipeInto } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
@@ -36,6 +37,7 @@ export interface UploadServiceDeps {
   logger: Logger;
 }
 
+
 interface Assembly {
   k: number;
   pieces: Piece[];
@@ -46,7 +48,10 @@ interface Work {
   assemblies: Assembly[];
   complete: boolean;
   total: number | null;
+  /** The piece replaced by a retry of the same range (its object is deleted). */
   replaced?: Piece;
+  /** The range was already assembled with these very bytes: nothing was changed. */
+  duplicate?: boolean;
 }
 
 /** One write request: a POST (contentId null) or a PUT of a range, with its body. */
@@ -82,14 +87,15 @@ export class UploadService {
   private readonly ledger: UploadLedger;
   private readonly objects: ObjectStore;
   private readonly assembler: PartAssembler;
-  private readonly locks: Locks;
+  private readonly commits: LedgerCommits;
   private readonly logger: Logger;
 
   constructor(
     deps: UploadServiceDeps,
     private readonly options: UploadServiceOptions,
   ) {
-    ({ contents: this.contents, ledger: this.ledger, objects: this.objects, assembler: this.assembler, locks: this.locks, logger: this.logger } = deps);
+    ({ contents: this.contents, ledger: this.ledger, objects: this.objects, assembler: this.assembler, logger: this.logger } = deps);
+    this.commits = new LedgerCommits(this.ledger, deps.locks, lockName);
     this.clock = options.clock ?? (() => new Date());
   }
 
@@ -173,19 +179,18 @@ export class UploadService {
     const wanted: ByteRange = { a: range.start, b: range.end };
     const touched = partsTouched(wanted);
 
-    // Checks before moving any bytes (repeated under the lock, since others may write meanwhile).
-    const state = await this.ledger.state(id);
-    const total = this.settleTotal(record, state, range);
-    const before = await Promise.all(touched.map((k) => this.ledger.part(id, k)));
-    this.checkWritable(state, before, wanted);
-    const verdict = classifyRange(wanted, before.flatMap((p) => p.pieces));
-    if (verdict === 'retry' && before.every((p) => p.stored)) {
-      const piece = before[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b)!;
-      if (piece.kind === 'staged') return this.compareAssembledRetry(record, piece, body);
+    // The total decides whether a short range on a part boundary is the final part; it is looked up
+    // only when the record does not have it. Everything is checked again under the lock.
+    const known = record.total === null ? await this.ledger.state(id) : null;
+    const total = this.settleTotal(record, known ?? emptyUploadState(id), range);
+    const aligned = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
+    if (aligned !== null) {
+      // Before writing into an S3 part, make sure it clashes with nothing: that write cannot be undone.
+      this.checkWritable(known ?? (await this.ledger.state(id)), [await this.ledger.part(id, aligned)], wanted);
     }
 
     const length = wanted.b - wanted.a + 1;
-    const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
+    const k = aligned;
     let piece: Piece;
     let etag: string | null = null;
     if (k !== null) {
@@ -200,12 +205,20 @@ export class UploadService {
 
     let work: Work;
     try {
-      work = await this.locks.with([lockName(id)], async () => {
+      work = await this.commits.commit(id, async (view) => {
         const now = this.clock();
-        const state = await this.ledger.state(id);
+        const { state } = view;
         const total = this.settleTotal(record, state, range);
-        const parts = await Promise.all(touched.map((n) => this.ledger.part(id, n)));
+        const parts = await Promise.all(touched.map((n) => view.part(n)));
         this.checkWritable(state, parts, wanted);
+        const earlier = parts[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b);
+        if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.every((p) => p.stored)) {
+          // A retry of a piece already assembled into its part: fine when the bytes are the same ones.
+          if (earlier.sha256 !== piece.sha256) {
+            throw ServiceError.conflict('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
+          }
+          return { assemblies: [], complete: false, total, duplicate: true };
+        }
         let replaced: Piece | undefined;
         for (const part of parts) {
           replaced = part.pieces.find((p) => p.a === wanted.a && p.b === wanted.b) ?? replaced;
@@ -218,15 +231,14 @@ export class UploadService {
         // Naming the total may have made the final part complete, whoever sent its bytes.
         const candidates = new Set(touched);
         if (total !== null) candidates.add(PartGrid.partCount(total));
-        const work = await this.claimWork(record, state, total, [...candidates], parts, now);
-        for (const part of parts) await this.ledger.savePart(part);
-        await this.ledger.saveState(state);
+        const work = await this.claimWork(view, total, [...candidates], now);
         return { ...work, replaced };
       });
     } catch (error) {
       if (piece.key) await this.objects.delete(piece.key).catch(() => undefined);
       throw error;
     }
+    if (work.duplicate && piece.key) await this.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.objects.delete(work.replaced.key).catch(() => undefined);
     const completedNow = await this.runWork(record, work);
     return { id, completedNow, completed: completedNow };
@@ -262,21 +274,20 @@ export class UploadService {
 
   /**
    * Under the content's lock: claims the assembly of every candidate part that is covered and not
-   * yet stored, and the completion when every part is stored. Mutates the documents it is given.
+   * yet stored, and the completion when every part is stored.
    */
-  private async claimWork(record: ContentRecord, state: UploadState, total: number | null, candidates: number[], loaded: PartRanges[], now: Date): Promise<Work> {
+  private async claimWork(view: LedgerView, total: number | null, candidates: number[], now: Date): Promise<Work> {
     const assemblies: Assembly[] = [];
     for (const k of candidates) {
-      const part = loaded.find((p) => p.k === k) ?? (await this.ledger.part(record._id, k));
+      const part = await view.part(k);
       if (part.stored || (part.assembling && !this.isStale(part.assembling, this.options.assemblyLeaseMs))) continue;
       const { start, end } = PartGrid.partRange(k, total);
       if (total !== null && start >= total) continue;
       if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
       part.assembling = now;
-      if (!loaded.includes(part)) await this.ledger.savePart(part);
       assemblies.push({ k, pieces: part.pieces });
     }
-    const complete = assemblies.length === 0 && this.claimCompletion(state, total, now);
+    const complete = assemblies.length === 0 && this.claimCompletion(view.state, total, now);
     return { assemblies, complete, total };
   }
 
@@ -302,23 +313,17 @@ export class UploadService {
       try {
         result = await this.assembler.assemble(record, assembly.k, work.total, assembly.pieces);
       } catch (error) {
-        await this.locks.with([lockName(record._id)], async () => {
-          const part = await this.ledger.part(record._id, assembly.k);
-          part.assembling = null;
-          await this.ledger.savePart(part);
+        await this.commits.commit(record._id, async (view) => {
+          (await view.part(assembly.k)).assembling = null;
         });
         throw error;
       }
-      complete = await this.locks.with([lockName(record._id)], async () => {
-        const state = await this.ledger.state(record._id);
-        const part = await this.ledger.part(record._id, assembly.k);
+      complete = await this.commits.commit(record._id, async (view) => {
+        const part = await view.part(assembly.k);
         part.stored = true;
         part.assembling = null;
-        state.parts[partKey(assembly.k)] = result;
-        const claimed = this.claimCompletion(state, record.total ?? state.total, this.clock());
-        await this.ledger.savePart(part);
-        await this.ledger.saveState(state);
-        return claimed;
+        view.state.parts[partKey(assembly.k)] = result;
+        return this.claimCompletion(view.state, record.total ?? view.state.total, this.clock());
       });
       await this.dropAssembledPieces(record._id, assembly.pieces);
     }
@@ -334,17 +339,6 @@ export class UploadService {
       const parts = await Promise.all(partsTouched(piece).map((k) => this.ledger.part(id, k)));
       if (parts.every((p) => p.stored)) await this.objects.delete(piece.key).catch(() => undefined);
     }
-  }
-
-  /** A retry of a piece already assembled into its part: fine when the bytes are the same ones. */
-  private async compareAssembledRetry(record: ContentRecord, stored: Piece, body: Readable): Promise<WriteOutcome> {
-    const hashing = new HashingStream();
-    const counted = pipeInto(exactBody(body, stored.b - stored.a + 1), hashing);
-    for await (const chunk of counted) void chunk;
-    if (hashing.digest !== stored.sha256) {
-      throw ServiceError.conflict('rangeAlreadyStored', `bytes ${stored.a}-${stored.b} were already received with other content and are assembled into their part`);
-    }
-    return { id: record._id, completedNow: false, completed: false };
   }
 
   /** A write to a finished content is a harmless retry when its bytes are the stored ones. */
@@ -376,10 +370,8 @@ export class UploadService {
       }
       await this.contents.markReady(record._id, total, etag, this.clock());
     } catch (error) {
-      await this.locks.with([lockName(record._id)], async () => {
-        const state = await this.ledger.state(record._id);
-        state.completing = null;
-        await this.ledger.saveState(state);
+      await this.commits.commit(record._id, async (view) => {
+        view.state.completing = null;
       });
       throw error;
     }
@@ -392,14 +384,11 @@ export class UploadService {
    */
   async finishIfComplete(record: ContentRecord): Promise<ContentRecord> {
     if (record.state === 'ready') return record;
-    const work = await this.locks.with([lockName(record._id)], async () => {
-      const state = await this.ledger.state(record._id);
-      const total = record.total ?? state.total;
-      if (total === null || state.lastByte < 0) return null;
+    const work = await this.commits.commit(record._id, async (view) => {
+      const total = record.total ?? view.state.total;
+      if (total === null || view.state.lastByte < 0) return null;
       const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1);
-      const work = await this.claimWork(record, state, total, candidates, [], this.clock());
-      await this.ledger.saveState(state);
-      return work;
+      return this.claimWork(view, total, candidates, this.clock());
     });
     if (work) await this.runWork(record, { ...work, replaced: undefined });
     return (await this.contents.find(record.ownerId, record._id)) ?? record;
