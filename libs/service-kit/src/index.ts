@@ -3,3 +3,5 @@ export { ServiceMetrics } from './ServiceMetrics';
 export { healthRoutes, type ReadinessCheck } from './healthRoutes';
 export { runServer, type RunServerOptions, type RunningServer } from './runServer';
 export { accessLog } from './accessLog';
+export { requireInternalSecret, INTERNAL_SECRET_HEADER } from './requireInternalSecret';
+export { serviceApp, type ServiceAppDeps } from './serviceApp';

@@ -7,7 +7,7 @@ import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
 import { ApiKeyStore } from './store/ApiKeyStore';
-import { connectRedis, redisCommand } from './store/RedisConnection';
+import { connectRedis, redisCommand } from '@cp/redis';
 import { RndStore } from './store/RndStore';
 import { HttpSessionClient } from './store/SessionClient';
 import { TrustStore } from './store/TrustStore';

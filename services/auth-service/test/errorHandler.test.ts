@@ -4,7 +4,7 @@ import { MongoNetworkError } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
 import { errorHandler } from '../src/http/errorHandler';
-import { RedisUnavailable } from '../src/store/RedisConnection';
+import { RedisUnavailable } from '@cp/redis';
 
 async function answerFor(error: unknown): Promise<{ status: number; body: string; retryAfter: string | null }> {
   const app = express();

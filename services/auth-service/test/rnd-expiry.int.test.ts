@@ -13,7 +13,7 @@ import { parseDer } from '../src/certificates/CertificateText';
 import { CertificateSignIn } from '../src/challenges/CertificateSignIn';
 import type { Clock } from '../src/challenges/Clock';
 import { ApiKeyStore } from '../src/store/ApiKeyStore';
-import { connectRedis, type Redis } from '../src/store/RedisConnection';
+import { connectRedis, type Redis } from '@cp/redis';
 import { RndStore } from '../src/store/RndStore';
 import { HttpSessionClient } from '../src/store/SessionClient';
 import { TrustStore } from '../src/store/TrustStore';

@@ -2,7 +2,7 @@ import express from 'express';
 import type { BearerVerifier } from '@cp/credentials';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { accessLog, healthRoutes, requestId, type ReadinessCheck, type ServiceMetrics } from '@cp/service-kit';
+import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import type { DownloadService } from './downloads/DownloadService';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
@@ -22,13 +22,7 @@ export interface ContentAppDeps {
 
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: ContentAppDeps): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(requestId());
-  app.use(accessLog(deps.logger));
-  app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));
-  app.use(deps.metrics.middleware());
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
   app.use('/v1', authenticate(deps.bearer, deps.sessions), contentsRouter(deps.uploads, deps.downloads));
   app.use((req, _res, next) => {
     next(ServiceError.notFound('routeNotFound', `no route for ${req.method} ${req.path}`));

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
-import { accessLog, healthRoutes, requestId, type ReadinessCheck, type ServiceMetrics } from '@cp/service-kit';
+import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { upstreamFor, type Upstream } from './http/routes';
 import { gatewayErrorBody } from './http/upstreamErrorBody';
@@ -23,14 +23,8 @@ export interface GatewayDeps {
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
 export function buildApp(deps: GatewayDeps): express.Express {
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  app.use(requestId());
-  app.use(accessLog(deps.logger));
-  app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
   app.use(docsRoutes());
-  app.use(deps.metrics.middleware());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
   const proxies = new Map<Upstream, ProxyHandler>();

@@ -8,7 +8,7 @@ import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
-import { connectRedis } from './store/RedisConnection';
+import { connectRedis } from '@cp/redis';
 import { SessionCache } from './store/SessionCache';
 import { SessionRepository } from './store/SessionRepository';
 

@@ -8,7 +8,7 @@ import { createLogger } from '@cp/logging';
 import type { Clock } from '../src/sessions/Clock';
 import { SessionService } from '../src/sessions/SessionService';
 import { tokenHash } from '../src/sessions/tokens';
-import { connectRedis, type Redis } from '../src/store/RedisConnection';
+import { connectRedis, type Redis } from '@cp/redis';
 import { SessionCache } from '../src/store/SessionCache';
 import { SessionRepository } from '../src/store/SessionRepository';
 

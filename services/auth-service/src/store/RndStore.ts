@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { redisCommand, type Redis } from './RedisConnection';
+import { redisCommand, type Redis } from '@cp/redis';
 
 export type ApproveOutcome = 'ok' | 'missing' | 'wrong';
 

@@ -2,7 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { RedisUnavailable } from '../store/RedisConnection';
+import { RedisUnavailable } from '@cp/redis';
 
 /** SPEC §4/§5 error body: `{"Code","Message"}`; nothing internal reaches the client. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { RedisUnavailable } from '../store/RedisConnection';
+import { RedisUnavailable } from '@cp/redis';
 import type { CachedSession, SessionCache } from '../store/SessionCache';
 import type { PairDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from './Clock';

@@ -1,4 +1,4 @@
-import { redisCommand, type Redis } from './RedisConnection';
+import { redisCommand, type Redis } from '@cp/redis';
 
 /** What a live sid resolves to, as cached. */
 export interface CachedSession {

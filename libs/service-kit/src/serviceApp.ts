@@ -1,0 +1,28 @@
+import express from 'express';
+import type { Logger } from '@cp/logging';
+import { accessLog } from './accessLog';
+import { healthRoutes, type ReadinessCheck } from './healthRoutes';
+import { requestId } from './requestId';
+import type { ServiceMetrics } from './ServiceMetrics';
+
+export interface ServiceAppDeps {
+  logger: Logger;
+  metrics: ServiceMetrics;
+  readiness: ReadinessCheck[];
+  isDraining: () => boolean;
+}
+
+/**
+ * The start every service's express app shares: request ids, one access-log line per request,
+ * /healthz /readyz /metrics, and request timing. The service adds its routes after it.
+ */
+export function serviceApp(deps: ServiceAppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(requestId());
+  app.use(accessLog(deps.logger));
+  app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));
+  app.use(deps.metrics.middleware());
+  return app;
+}
