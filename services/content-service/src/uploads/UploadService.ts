@@ -183,14 +183,13 @@ export class UploadService {
     // only when the record does not have it. Everything is checked again under the lock.
     const known = record.total === null ? await this.ledger.state(id) : null;
     const total = this.settleTotal(record, known ?? emptyUploadState(id), range);
-    const aligned = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
-    if (aligned !== null) {
+    const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
+    if (k !== null) {
       // Before writing into an S3 part, make sure it clashes with nothing: that write cannot be undone.
-      this.checkWritable(known ?? (await this.ledger.state(id)), [await this.ledger.part(id, aligned)], wanted);
+      this.checkWritable(known ?? (await this.ledger.state(id)), [await this.ledger.part(id, k)], wanted);
     }
 
     const length = wanted.b - wanted.a + 1;
-    const k = aligned;
     let piece: Piece;
     let etag: string | null = null;
     if (k !== null) {
