@@ -55,7 +55,9 @@ export class ObjectStore {
       );
       return true;
     } catch (error) {
-      if (error instanceof S3ServiceException && (error.$metadata.httpStatusCode ?? 500) < 500) return false;
+      // 4xx: refused; 501: the server has no lifecycle rules at all (versitygw)
+      const status = error instanceof S3ServiceException ? (error.$metadata.httpStatusCode ?? 500) : 500;
+      if (status < 500 || status === 501) return false;
       throw error;
     }
   }
