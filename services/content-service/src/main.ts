@@ -49,7 +49,11 @@ async function main(): Promise<void> {
   const objects = new ObjectStore(s3, config.S3_BUCKET);
   if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
   const ttlDays = Math.max(1, Math.ceil(config.UPLOAD_TTL_SECONDS / 86_400) + 1);
-  const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays);
+  const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays).catch((error: unknown) => {
+    // S3 may be down at start-up; the service starts anyway (readiness tells) and the sweeper still expires uploads.
+    logger.warn({ err: error }, 'could not set the S3 lifecycle rule');
+    return false;
+  });
   logger.info({ lifecycleRule: lifecycle, days: ttlDays }, lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads');
 
   const uploads = new UploadService(
