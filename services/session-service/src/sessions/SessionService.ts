@@ -110,7 +110,7 @@ export class SessionService {
     }
     const issued = await this.issuePair(pair.familyId, pair.userId, pair.owners, now);
     await this.cache.tombstone(pair._id).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'));
-    await this.repo.deletePair(pair._id).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
+    await this.repo.deletePair(pair).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
     // A reuse elsewhere may have revoked the family while this rotation ran.
     const after = await this.repo.findFamily(pair.familyId);
     if (!after || after.revokedAt) {

@@ -34,16 +34,28 @@ export interface RotationDoc {
   expiresAt: Date; // when the used RefreshToken would have expired; kept until then for reuse detection
 }
 
+/**
+ * Finds a pair by its RefreshToken's hash with an `_id` lookup: FerretDB scans the whole
+ * collection for any other filter, which made refreshes slow down with every session kept.
+ */
+interface RefreshKeyDoc {
+  _id: string; // sha256 of the RefreshToken
+  sidHash: string;
+  expiresAt: Date;
+}
+
 /** Every MongoDB read and write of the session-service. */
 export class SessionRepository {
   readonly families: Collection<FamilyDoc>;
   readonly pairs: Collection<PairDoc>;
   readonly rotations: Collection<RotationDoc>;
+  private readonly refreshKeys: Collection<RefreshKeyDoc>;
 
   constructor(db: Db) {
     this.families = db.collection<FamilyDoc>('session_families');
     this.pairs = db.collection<PairDoc>('session_pairs');
     this.rotations = db.collection<RotationDoc>('session_rotations');
+    this.refreshKeys = db.collection<RefreshKeyDoc>('session_refresh_keys');
   }
 
   async ensureIndexes(): Promise<void> {
@@ -53,6 +65,7 @@ export class SessionRepository {
     await this.rotations.createIndex({ expiresAt: 1 });
     await this.rotations.createIndex({ familyId: 1 });
     await this.families.createIndex({ createdAt: 1 });
+    await this.refreshKeys.createIndex({ expiresAt: 1 });
   }
 
   async insertFamily(doc: FamilyDoc): Promise<void> {
@@ -61,14 +74,18 @@ export class SessionRepository {
 
   async insertPair(doc: PairDoc): Promise<void> {
     await this.pairs.insertOne(doc);
+    await this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt });
   }
 
   findPairBySid(sidHash: string): Promise<PairDoc | null> {
     return this.pairs.findOne({ _id: sidHash });
   }
 
-  findPairByRefresh(refreshHash: string): Promise<PairDoc | null> {
-    return this.pairs.findOne({ refreshHash });
+  async findPairByRefresh(refreshHash: string): Promise<PairDoc | null> {
+    const key = await this.refreshKeys.findOne({ _id: refreshHash });
+    if (!key) return null;
+    const pair = await this.pairs.findOne({ _id: key.sidHash });
+    return pair && pair.refreshHash === refreshHash ? pair : null;
   }
 
   findRotation(refreshHash: string): Promise<RotationDoc | null> {
@@ -90,13 +107,15 @@ export class SessionRepository {
     }
   }
 
-  async deletePair(sidHash: string): Promise<void> {
-    await this.pairs.deleteOne({ _id: sidHash });
+  async deletePair(pair: Pick<PairDoc, '_id' | 'refreshHash'>): Promise<void> {
+    await this.pairs.deleteOne({ _id: pair._id });
+    await this.refreshKeys.deleteOne({ _id: pair.refreshHash });
   }
 
-  /** Idempotent: the first revocation time wins, repeating it changes nothing that matters. */
+  /** Idempotent: once revoked, a family stays revoked (the time recorded is one of the revocations'). */
   async revokeFamily(familyId: string, at: Date): Promise<void> {
-    await this.families.updateOne({ _id: familyId, revokedAt: null }, { $set: { revokedAt: at } });
+    const family = await this.families.findOne({ _id: familyId });
+    if (family && !family.revokedAt) await this.families.updateOne({ _id: familyId }, { $set: { revokedAt: at } });
   }
 
   async sidHashesOfFamily(familyId: string): Promise<string[]> {
@@ -113,6 +132,7 @@ export class SessionRepository {
   async sweep(now: Date, familyMaxAgeMs: number, batch = 200): Promise<number> {
     let removed = (await this.pairs.deleteMany({ refreshExpiresAt: { $lte: now } })).deletedCount;
     removed += (await this.rotations.deleteMany({ expiresAt: { $lte: now } })).deletedCount;
+    await this.refreshKeys.deleteMany({ expiresAt: { $lte: now } });
     const old = await this.families
       .find({ createdAt: { $lte: new Date(now.getTime() - familyMaxAgeMs) }, _id: { $gt: this.familyCursor } }, { projection: { _id: 1 } })
       .sort({ _id: 1 })
