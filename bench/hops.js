@@ -1,13 +1,13 @@
 // Where download time goes: 1 GiB read in 64 MiB ranges, 4 in flight, through the gateway and
 // straight from the content-service, with the CPU seconds each process spent on it.
-//   pnpm bench hops          (PROF=1 also writes a CPU profile of the content-service to /tmp/prof)
+//   pnpm bench hops          (PROF=1 also writes CPU profiles of the content-service and the gateway under /tmp/prof)
 const { randomBytes, randomUUID } = require('node:crypto');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 (async () => {
   ensureBackingServers();
-  const stack = await startStack({ prefix: `probe${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' }, contentNodeArgs: process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : [] });
+  const stack = await startStack({ prefix: `probe${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' }, contentNodeArgs: process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof/content'] : [], gatewayNodeArgs: process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof/gateway'] : [] });
   const content = stack.services.find((s) => s.name === 'content-service');
   try {
     const P = 64 * MiB, total = 16 * P, part = randomBytes(P), owner = randomUUID();

@@ -151,6 +151,7 @@ async function startStack(opts = {}) {
     const gateway = await startService('gateway', {
       port: gatewayPort,
       logDir,
+      nodeArgs: opts.gatewayNodeArgs,
       env: {
         ...common,
         CONTENT_SERVICE_URL: content.url,
