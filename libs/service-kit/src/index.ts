@@ -5,3 +5,4 @@ export { runServer, type RunServerOptions, type RunningServer } from './runServe
 export { accessLog } from './accessLog';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER } from './requireInternalSecret';
 export { serviceApp, type ServiceAppDeps } from './serviceApp';
+export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';

@@ -2,20 +2,12 @@ import type { ErrorRequestHandler } from 'express';
 import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
+import { jsonErrorHandler } from '@cp/service-kit';
 import { RedisUnavailable } from '@cp/redis';
 
-/** SPEC §4 error body: `{"Code","Message"}`; a 500 says UnknownError and nothing more. */
+/** SPEC §4/§5 error body: `{"Code","Message"}`; nothing internal reaches the client. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (error: unknown, req, res, _next) => {
-    const e = toServiceError(error);
-    if (e.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
-    if (res.headersSent) {
-      res.destroy();
-      return;
-    }
-    for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
-    res.status(e.status).type('application/json; charset=utf-8').send(JSON.stringify({ Code: e.code, Message: e.message }));
-  };
+  return jsonErrorHandler(logger, { toServiceError, body: (e) => ({ Code: e.code, Message: e.message }) });
 }
 
 function toServiceError(error: unknown): ServiceError {

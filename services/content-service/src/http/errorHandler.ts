@@ -2,6 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError } from 'mongodb';
 import { contentsErrorBody, ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
+import { jsonErrorHandler } from '@cp/service-kit';
 import { RangeSyntaxError } from '@cp/ranges';
 import { isS3Unavailable } from '../store/ObjectStore';
 import { BodyLengthMismatch } from '../uploads/ExactLengthStream';
@@ -9,18 +10,11 @@ import { ClientDisconnected } from '../uploads/exactBody';
 
 /** Maps anything thrown on /v1 to the SPEC §2.5 error body; internals never reach the client. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
-  return (error: unknown, req, res, _next) => {
-    const e = toServiceError(error);
-    if (e.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
-    else if (!(error instanceof ServiceError)) logger.info({ reqId: req.id, code: e.code, err: error }, 'request refused');
-    if (res.headersSent || req.socket.destroyed) {
-      res.destroy();
-      return;
-    }
-    // A body we did not read to its end: close the connection instead of draining it.
-    if (!req.readableEnded) res.setHeader('Connection', 'close');
-    for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
-    res.status(e.status).type('application/json; charset=utf-8').send(JSON.stringify(contentsErrorBody(e.status, e.code, e.message, req.id)));
+  const handler = jsonErrorHandler(logger, { toServiceError, body: (e, trackId) => contentsErrorBody(e.status, e.code, e.message, trackId) });
+  return (error: unknown, req, res, next) => {
+    // Refusals the service did not raise itself (a broken body, a bad header) are worth a line too.
+    if (!(error instanceof ServiceError) && toServiceError(error).status < 500) logger.info({ reqId: req.id, err: error }, 'request refused');
+    handler(error, req, res, next);
   };
 }
 

@@ -1,0 +1,29 @@
+import type { ErrorRequestHandler } from 'express';
+import type { ServiceError } from '@cp/errors';
+import type { Logger } from '@cp/logging';
+
+export interface JsonErrorHandlerOptions {
+  /** Turns anything thrown into the error to answer; unknown errors become a bare 500. */
+  toServiceError: (error: unknown) => ServiceError;
+  /** The API's error body for that error. */
+  body: (error: ServiceError, requestId: string) => unknown;
+}
+
+/**
+ * Answers errors as JSON in the API's own format. 5xx are logged with the request id; nothing
+ * internal reaches the client. A request whose body was not read to its end gets its connection
+ * closed rather than drained.
+ */
+export function jsonErrorHandler(logger: Logger, options: JsonErrorHandlerOptions): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const e = options.toServiceError(error);
+    if (e.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
+    if (res.headersSent || req.socket.destroyed) {
+      res.destroy();
+      return;
+    }
+    if (!req.readableEnded) res.setHeader('Connection', 'close');
+    for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
+    res.status(e.status).type('application/json; charset=utf-8').send(JSON.stringify(options.body(e, req.id)));
+  };
+}
