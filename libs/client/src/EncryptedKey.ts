@@ -1,0 +1,41 @@
+import { createPrivateKey, webcrypto } from 'node:crypto';
+import * as pkijs from 'pkijs';
+
+let engineSet = false;
+function usePkijs(): typeof pkijs {
+  if (!engineSet) {
+    pkijs.setEngine('node', new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'] }));
+    engineSet = true;
+  }
+  return pkijs;
+}
+
+/** DER of the first certificate in a PEM text (or the bytes themselves when they are DER). */
+export function certificateDer(certificate: string | Buffer): Buffer {
+  const text = Buffer.isBuffer(certificate) ? certificate.toString('latin1') : certificate;
+  const m = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/.exec(text);
+  if (m) return Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64');
+  if (Buffer.isBuffer(certificate)) return certificate;
+  throw new Error('no PEM certificate found');
+}
+
+/**
+ * Opens the sign-in challenge (a DER CMS EnvelopedData, base64) with the user's certificate and
+ * private key (PEM, PKCS#8 or PKCS#1/SEC1): the rnd bytes to send back to approve-cert.
+ */
+export async function decryptEncryptedKey(encryptedKeyBase64: string, certificate: string | Buffer, privateKeyPem: string | Buffer): Promise<Buffer> {
+  const p = usePkijs();
+  const der = Buffer.from(encryptedKeyBase64, 'base64');
+  const contentInfo = p.ContentInfo.fromBER(toArrayBuffer(der));
+  const enveloped = new p.EnvelopedData({ schema: contentInfo.content });
+  const certDer = certificateDer(certificate);
+  const recipientCertificate = p.Certificate.fromBER(toArrayBuffer(certDer));
+  const pkcs8 = createPrivateKey(privateKeyPem).export({ type: 'pkcs8', format: 'der' });
+  const plain = await enveloped.decrypt(0, { recipientCertificate, recipientPrivateKey: toArrayBuffer(pkcs8) });
+  return Buffer.from(plain);
+}
+
+function toArrayBuffer(b: Buffer): ArrayBuffer {
+  return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+}
+

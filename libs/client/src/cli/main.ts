@@ -1,0 +1,197 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ContentClient, type Credentials } from '../ContentClient';
+import { ApiError, TransportError } from '../errors';
+import { defaultConfigPath, readConfig, writeConfig, type SavedConfig } from './config';
+import { progressView } from './progress';
+
+const USAGE = `usage: content <command> [options]
+
+commands:
+  login --cert <pem> --key <pem> --api-key <key>   sign in with a certificate; the session is saved
+  upload <file> [--resume <id>] [--parallel 4] [--content-type <type>]
+  download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
+  status <id>
+  refresh                                            rotate the saved session
+
+options for every command:
+  --url <gateway>      the API (default: saved, else $CONTENT_URL, else http://127.0.0.1:8080)
+  --owner <uuid>       the owner to act for (default: saved, else $CONTENT_OWNER)
+  --token <jwt>        a Bearer token instead of the saved session (also $CONTENT_TOKEN)
+  --json               machine-readable output on stdout, no progress
+  --config <file>      where the session is saved (default ~/.config/content-platform/config.json)
+
+exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403), 4 not found, 5 conflict or
+refused input (400/409/411/413/416), 6 service unavailable or network, 130 interrupted`;
+
+class UsageError extends Error {}
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.WriteStream, err: NodeJS.WriteStream): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        owner: { type: 'string' },
+        token: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        config: { type: 'string' },
+        cert: { type: 'string' },
+        key: { type: 'string' },
+        'api-key': { type: 'string' },
+        resume: { type: 'string' },
+        parallel: { type: 'string' },
+        'content-type': { type: 'string' },
+        sha256: { type: 'string' },
+        restart: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    err.write(`content: ${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  const { values: o, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (o.help || !command) {
+    (o.help ? out : err).write(`${USAGE}\n`);
+    return o.help ? 0 : 2;
+  }
+  const configPath = o.config ?? defaultConfigPath(env);
+  const saved = readConfig(configPath);
+  const url = o.url ?? saved.url ?? env.CONTENT_URL ?? 'http://127.0.0.1:8080';
+  const owner = o.owner ?? saved.owner ?? env.CONTENT_OWNER;
+  const token = o.token ?? env.CONTENT_TOKEN;
+  const credentials: Credentials | null = token
+    ? { kind: 'bearer', token }
+    : saved.sid
+      ? { kind: 'session', sid: saved.sid, refreshToken: saved.refreshToken, apiKey: saved.apiKey }
+      : null;
+  const save = (c: Credentials) => {
+    if (c.kind === 'session') writeConfig(configPath, { ...readConfig(configPath), url, owner, sid: c.sid, refreshToken: c.refreshToken, apiKey: c.apiKey });
+  };
+  const client = new ContentClient({ baseUrl: url, credentials: credentials ?? { kind: 'bearer', token: '' }, onCredentials: save });
+  const mode = o.json ? 'none' : err.isTTY ? 'bar' : 'lines';
+  const abort = new AbortController();
+  let resumeHint: string | null = null;
+  const onSigint = () => abort.abort(new Interrupted());
+  process.once('SIGINT', onSigint);
+  const print = (human: string, json: unknown) => out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+  const parallel = o.parallel === undefined ? 4 : Number(o.parallel);
+
+  try {
+    if (!Number.isInteger(parallel) || parallel < 1 || parallel > 32) throw new UsageError('--parallel must be a whole number from 1 to 32');
+    const needOwner = () => {
+      if (!owner) throw new UsageError('no owner: pass --owner <uuid> (or sign in with --owner so it is saved)');
+      return owner;
+    };
+    const needCredentials = () => {
+      if (!credentials) throw new UsageError('no credentials: run `content login ...` or pass --token');
+    };
+    switch (command) {
+      case 'login': {
+        if (!o.cert || !o.key || !o['api-key']) throw new UsageError('login needs --cert <pem>, --key <pem> and --api-key <key>');
+        const pair = await client.signIn({ certificatePem: readFileSync(o.cert, 'utf8'), privateKeyPem: readFileSync(o.key, 'utf8'), apiKey: o['api-key'], signal: abort.signal });
+        const next: SavedConfig = { url, owner, sid: pair.sid, refreshToken: pair.refreshToken, apiKey: o['api-key'] };
+        writeConfig(configPath, next);
+        print(`signed in; session saved in ${configPath}`, { sid: pair.sid, refreshToken: pair.refreshToken, config: configPath });
+        return 0;
+      }
+      case 'refresh': {
+        needCredentials();
+        const pair = await client.refresh(abort.signal);
+        print('session refreshed', { sid: pair.sid, refreshToken: pair.refreshToken });
+        return 0;
+      }
+      case 'status': {
+        needCredentials();
+        const [id] = rest;
+        if (!id) throw new UsageError('status needs a content id');
+        const s = await client.status(needOwner(), id, abort.signal);
+        const ranges = s.received.map((r) => `${r.start}-${r.end}`).join(',');
+        print(`${id}: ${s.state}, total ${s.total ?? 'unknown'}, received ${ranges || 'nothing'}`, { id, ...s });
+        return 0;
+      }
+      case 'upload': {
+        needCredentials();
+        const [file] = rest;
+        if (!file) throw new UsageError('upload needs a file');
+        const view = progressView('upload', err, mode);
+        try {
+          const id = await client.uploadFile(file, {
+            owner: needOwner(),
+            resume: o.resume,
+            concurrency: parallel,
+            contentType: o['content-type'],
+            signal: abort.signal,
+            onProgress: (p) => view.update(p),
+            onContentId: (cid) => {
+              resumeHint = `content upload ${file} --resume ${cid}`;
+            },
+          });
+          view.stop();
+          print(id, { id, file });
+        } finally {
+          view.stop();
+        }
+        return 0;
+      }
+      case 'download': {
+        needCredentials();
+        const [id, file] = rest;
+        if (!id || !file) throw new UsageError('download needs a content id and a file');
+        resumeHint = `content download ${id} ${file}`;
+        const view = progressView('download', err, mode);
+        try {
+          const r = await client.downloadFile(id, file, { owner: needOwner(), concurrency: parallel, sha256: o.sha256, resume: !o.restart, signal: abort.signal, onProgress: (p) => view.update(p) });
+          view.stop();
+          print(`${file}: ${r.bytes} bytes, sha256 ${r.sha256}`, { id, file, ...r });
+        } finally {
+          view.stop();
+        }
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    }
+  } catch (error) {
+    return report(error, err, o.json, resumeHint);
+  } finally {
+    process.off('SIGINT', onSigint);
+    client.close();
+  }
+}
+
+class Interrupted extends Error {
+  override readonly name = 'Interrupted';
+  constructor() {
+    super('interrupted');
+  }
+}
+
+function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHint: string | null): number {
+  const write = (code: number, what: string, todo: string, extra: Record<string, unknown> = {}) => {
+    if (json) err.write(`${JSON.stringify({ error: what, hint: todo, exitCode: code, ...extra })}\n`);
+    else err.write(`content: ${what}\n  ${todo}\n`);
+    return code;
+  };
+  if (error instanceof UsageError) return write(2, error.message, 'see `content --help`');
+  if (error instanceof Interrupted || (error as Error)?.name === 'AbortError') {
+    return write(130, 'interrupted', resumeHint ? `resume with: ${resumeHint}` : 'run the command again');
+  }
+  if (error instanceof ApiError) {
+    const code = error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
+    const track = error.trackId ? ` (track id ${error.trackId})` : '';
+    return write(code, `${error.status} ${error.code}: ${error.message}${track}`, resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint, { status: error.status, code: error.code, trackId: error.trackId });
+  }
+  if (error instanceof TransportError) return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');
+  if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return write(2, (error as Error).message, 'check the file name');
+  return write(1, String((error as Error)?.stack ?? error), 'this is unexpected; please report it');
+}
+
+if (require.main === module) {
+  run(process.argv.slice(2), process.env, process.stdout, process.stderr).then((code) => process.exit(code));
+}

@@ -1,0 +1,87 @@
+/** An error answer of the API, in either of its formats (/v1 kebab-case or /auth PascalCase). */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+
+  constructor(
+    readonly status: number,
+    /** `urn:error:contents:<code>` → `<code>`, or the auth/session `Code`. */
+    readonly code: string,
+    message: string,
+    readonly trackId: string | null,
+    readonly retryAfterSeconds: number | null,
+  ) {
+    super(message);
+  }
+
+  /** What to do about it, in a sentence, for people. */
+  get hint(): string {
+    return HINTS[this.code] ?? HINTS_BY_STATUS[this.status] ?? 'see the message; quote the track id when reporting it';
+  }
+
+  static fromResponse(status: number, body: string, headers: Record<string, string | string[] | undefined>): ApiError {
+    let code = `http${status}`;
+    let message = body.slice(0, 300) || `HTTP ${status}`;
+    let trackId: string | null = null;
+    try {
+      const parsed = JSON.parse(body) as Record<string, unknown>;
+      if (typeof parsed.id === 'string') code = parsed.id.replace(/^urn:error:contents:/, '');
+      if (typeof parsed.Code === 'string') code = parsed.Code;
+      if (typeof parsed.message === 'string') message = parsed.message;
+      if (typeof parsed.Message === 'string') message = parsed.Message;
+      if (typeof parsed['track-id'] === 'string') trackId = parsed['track-id'];
+    } catch {
+      /* not JSON: keep the text */
+    }
+    const retry = Number(headers['retry-after']);
+    return new ApiError(status, code, message, trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null), Number.isFinite(retry) ? retry : null);
+  }
+}
+
+/** The connection failed, or the request was given up after its retries. */
+export class TransportError extends Error {
+  override readonly name = 'TransportError';
+}
+
+const HINTS: Record<string, string> = {
+  invalidRange: 'the Range or Content-Range header is malformed; this is a client bug',
+  missingContentRange: 'PUT needs Content-Range; this is a client bug',
+  rangePastTotal: 'the file is larger than the total declared for this content; upload it as a new content',
+  bodyLengthMismatch: 'the body did not have the length its range names (file changed while uploading?); retry',
+  invalidId: 'owner and content ids are UUIDs; check --owner and the content id',
+  missingCredentials: 'sign in with `content login` or pass a token',
+  malformedCredentials: 'the Authorization header is malformed; sign in again',
+  invalidToken: 'the token is expired or not trusted; get a new one',
+  invalidSession: 'the session is over; run `content refresh` or `content login` again',
+  ownerForbidden: 'these credentials may not act for this owner; check --owner',
+  contentNotFound: 'no such content for this owner; check the id and --owner',
+  totalConflict: 'the content was started with another size; upload the file as a new content',
+  contentNotReady: 'the content is still being uploaded; finish it with `content upload --resume <id>`',
+  contentAlreadyComplete: 'the content is complete and holds other bytes; upload the file as a new content',
+  rangeOverlap: 'these bytes overlap others already sent; resend exactly the same range, or only missing bytes',
+  rangeAlreadyStored: 'these bytes were already received with other content; upload the file as a new content',
+  lengthRequired: 'the request had no length; this is a client bug',
+  partTooLarge: 'a part may be at most 64 MiB',
+  contentTooLarge: 'a content may be at most 30 GiB',
+  rangeNotSatisfiable: 'the range starts past the end of the content',
+  MissingParameters: 'a parameter (api key, certificate, thumbprint or body) is missing',
+  InvalidApiKey: 'the api key is unknown; ask the operator for one (`pnpm admin apikey create`)',
+  CertUnreadable: 'the file is not a certificate (PEM or DER)',
+  UnknownCertificate: 'the certificate is not registered; ask the operator to add it (`pnpm admin user add`)',
+  CertNotValid: 'the certificate is expired, not yet valid, or not issued by a trusted CA',
+  RndBytesNotFound: 'the sign-in challenge expired or was used; run `content login` again',
+  WrongKey: 'the private key does not match the certificate',
+  CreateSessionError: 'the session service is unavailable; retry later',
+  RefreshTokenReused: 'the refresh token was used already and the session was revoked; run `content login`',
+  RefreshTokenExpired: 'the refresh token expired; run `content login`',
+  InvalidRefreshToken: 'the refresh token is unknown; run `content login`',
+  SessionRevoked: 'the session was revoked; run `content login`',
+  SidMismatch: 'the saved session is inconsistent; run `content login`',
+};
+
+const HINTS_BY_STATUS: Record<number, string> = {
+  401: 'sign in again',
+  403: 'these credentials are not allowed to do this',
+  404: 'not found; check the id and --owner',
+  409: 'conflicts with what the service has; see the message',
+  503: 'the service or its storage is unavailable; retry later',
+};
