@@ -1,0 +1,75 @@
+// The `content` CLI uploading 1 GiB through the gateway versus an `aws s3 cp`-style multipart
+// upload with @aws-sdk/lib-storage straight to the same S3 server, each as its own process:
+// MB/s and each client's peak RSS.   pnpm bench client [--gib 1]
+const { spawn } = require('node:child_process');
+const { randomBytes, randomUUID } = require('node:crypto');
+const { mkdtempSync, openSync, writeSync, closeSync, readFileSync, rmSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const path = require('node:path');
+const { CreateBucketCommand } = require('@aws-sdk/client-s3');
+const { DevKeys } = require('@cp/credentials');
+const { MiB, ensureBackingServers, s3Client, mbps, startStack, ROOT } = require('./_support');
+const { purgeStackData } = require('../scripts/purge');
+
+const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const GIB = Number(args.gib ?? 1);
+
+/** Runs a command, sampling its peak RSS (VmHWM) until it exits. */
+function measured(cmd, argv, env) {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(cmd, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    let peak = 0;
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    const sample = () => {
+      try {
+        const kb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]);
+        peak = Math.max(peak, kb / 1024);
+      } catch {
+        /* exited */
+      }
+    };
+    const timer = setInterval(sample, 20);
+    child.on('exit', (code) => {
+      clearInterval(timer);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      if (code !== 0) reject(new Error(`${cmd} ${argv.join(' ')} exited ${code}: ${out}`));
+      else resolve({ seconds, peakMiB: peak, out });
+    });
+  });
+}
+
+async function main() {
+  ensureBackingServers();
+  const dir = mkdtempSync(path.join(tmpdir(), 'cp-bench-client-'));
+  const file = path.join(dir, 'upload.bin');
+  const total = GIB * 1024 * MiB;
+  const fd = openSync(file, 'w');
+  const block = randomBytes(64 * MiB);
+  for (let off = 0; off < total; off += block.length) writeSync(fd, block, 0, Math.min(block.length, total - off));
+  closeSync(fd);
+  const stack = await startStack({ prefix: `benchcli${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' } });
+  try {
+    const owner = randomUUID();
+    const token = await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 });
+    const cli = path.join(ROOT, 'libs', 'client', 'dist', 'cli', 'main.js');
+    const viaCli = await measured(process.execPath, [cli, 'upload', file, '--owner', owner, '--url', stack.gatewayUrl, '--parallel', '4', '--json'], { CONTENT_TOKEN: token });
+    const Bucket = `${stack.prefix}-direct`;
+    await s3Client().send(new CreateBucketCommand({ Bucket }));
+    const direct = await measured(process.execPath, [path.join(__dirname, '_direct-upload.js'), file, Bucket, 'upload.bin'], {});
+    console.log(`\n${GIB} GiB from a file, 64 MiB parts, 4 in flight`);
+    console.log(`content CLI via gateway: ${mbps(total, viaCli.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${viaCli.peakMiB.toFixed(0)} MiB`);
+    console.log(`lib-storage straight S3: ${mbps(total, direct.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${direct.peakMiB.toFixed(0)} MiB`);
+    console.log(`ratio CLI / direct: ${(direct.seconds / viaCli.seconds).toFixed(2)}`);
+  } finally {
+    await stack.stop();
+    await purgeStackData(stack.prefix, stack.backing);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
