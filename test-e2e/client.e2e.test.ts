@@ -143,6 +143,36 @@ describe('the client library against the running system', () => {
       }
     });
 
+    it('signs in from the command line, keeps the session, and answers with documented exit codes', async () => {
+      const stack = testStack();
+      const config = join(dir, 'cli-config.json');
+      const pki = new TestPki();
+      const certFile = join(pki.dir, 'cli.pem');
+      const keyFile = join(pki.dir, 'cli.key');
+      writeFileSync(certFile, cert);
+      writeFileSync(keyFile, key);
+      const login = await cli(['login', '--cert', certFile, '--key', keyFile, '--api-key', apiKey, '--owner', signedOwner, '--url', stack.gatewayUrl, '--config', config, '--json']);
+      expect(login.code).toBe(0);
+      expect(JSON.parse(login.stdout).sid).toMatch(/^[0-9A-F]{64}$/);
+      const file = join(dir, 'cli-small.bin');
+      writeFileSync(file, randomBytes(3000));
+      const up = await cli(['upload', file, '--config', config, '--json']);
+      expect(up.code).toBe(0);
+      const { id } = JSON.parse(up.stdout) as { id: string };
+      const status = await cli(['status', id, '--config', config, '--json']);
+      expect(JSON.parse(status.stdout)).toMatchObject({ id, state: 'ready', total: 3000 });
+      const refreshed = await cli(['refresh', '--config', config, '--json']);
+      expect(refreshed.code).toBe(0);
+      expect(JSON.parse(readFileSync(config, 'utf8')).sid).toBe(JSON.parse(refreshed.stdout).sid);
+      const unknown = await cli(['status', randomUUID(), '--config', config, '--json']);
+      expect(unknown.code).toBe(4);
+      expect(JSON.parse(unknown.stderr)).toMatchObject({ status: 404, code: 'contentNotFound' });
+      const stranger = await cli(['status', id, '--owner', randomUUID(), '--config', config]);
+      expect(stranger.code).toBe(3);
+      expect(stranger.stderr).toContain('ownerForbidden');
+      expect((await cli(['upload', '--config', config])).code).toBe(2);
+    });
+
     it('refreshes once when a call gets 401, and the call succeeds', async () => {
       // A second session-service replica that hands out sids living one second.
       const stack = testStack();
@@ -206,6 +236,19 @@ function postJson(url: string, body: unknown, headers: Record<string, string>): 
     });
     req.on('error', reject);
     req.end(data);
+  });
+}
+
+/** The `content` command as a user runs it: exit code, stdout, stderr. */
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(__dirname, '..', 'libs', 'client', 'dist', 'cli', 'main.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CONTENT_TOKEN: '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
   });
 }
 

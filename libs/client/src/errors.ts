@@ -32,6 +32,11 @@ export class ApiError extends Error {
     } catch {
       /* not JSON: keep the text */
     }
+    const errorId = headers['x-error-id'];
+    if (!body && typeof errorId === 'string') {
+      code = errorId.replace(/^urn:error:contents:/, '');
+      message = `HTTP ${status} ${code}`;
+    }
     const retry = Number(headers['retry-after']);
     return new ApiError(status, code, message, trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null), Number.isFinite(retry) ? retry : null);
   }

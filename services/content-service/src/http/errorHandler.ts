@@ -12,8 +12,11 @@ import { ClientDisconnected } from '../uploads/exactBody';
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   const handler = jsonErrorHandler(logger, { toServiceError, body: (e, trackId) => contentsErrorBody(e.status, e.code, e.message, trackId) });
   return (error: unknown, req, res, next) => {
+    const e = toServiceError(error);
     // Refusals the service did not raise itself (a broken body, a bad header) are worth a line too.
-    if (!(error instanceof ServiceError) && toServiceError(error).status < 500) logger.info({ reqId: req.id, err: error }, 'request refused');
+    if (!(error instanceof ServiceError) && e.status < 500) logger.info({ reqId: req.id, err: error }, 'request refused');
+    // HEAD answers carry no body: the error's id travels in a header as well.
+    if (!res.headersSent) res.setHeader('X-Error-Id', `urn:error:contents:${e.code}`);
     handler(error, req, res, next);
   };
 }
