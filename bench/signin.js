@@ -10,6 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { DevKeys } = require('@cp/credentials');
 const { ensureBackingServers, inFlight, startStack, request, ROOT } = require('./_support');
+const { purgeStackData } = require('../scripts/purge');
 
 const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
 const SECONDS = Number(args.seconds ?? 10);
@@ -148,6 +149,7 @@ async function main() {
     return { signInRow, refreshRow, sidRow, bearerRow };
   } finally {
     await stack.stop();
+    await purgeStackData(stack.prefix, stack.backing);
   }
 }
 
