@@ -143,6 +143,22 @@ describe('the client library against the running system', () => {
       }
     });
 
+    it('signs in with an EC P-256 certificate too', async () => {
+      const pki = new TestPki();
+      const root = pki.root('Client EC Root');
+      await admin('trust', 'add', '--cert', root.certPath);
+      const ecUser = pki.issue('client-ec-user', root, { kind: 'ec-p256' });
+      const ecOwner = randomUUID();
+      await registerUser(ecUser, [ecOwner]);
+      const c = new ContentClient({ baseUrl: testStack().gatewayUrl, credentials: { kind: 'bearer', token: '' } });
+      try {
+        const pair = await c.signIn({ certificatePem: readFileSync(ecUser.certPath, 'utf8'), privateKeyPem: readFileSync(ecUser.keyPath, 'utf8'), apiKey });
+        expect(pair.sid).toMatch(/^[0-9A-F]{64}$/);
+      } finally {
+        c.close();
+      }
+    });
+
     it('signs in from the command line, keeps the session, and answers with documented exit codes', async () => {
       const stack = testStack();
       const config = join(dir, 'cli-config.json');
