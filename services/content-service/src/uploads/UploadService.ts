@@ -386,7 +386,8 @@ export class UploadService {
     const work = await this.commits.commit(record._id, async (view) => {
       const total = record.total ?? view.state.total;
       if (total === null || view.state.lastByte < 0) return null;
-      const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1);
+      // Only parts that are not stored yet can need an assembly; stored ones are in the state.
+      const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
       return this.claimWork(view, total, candidates, this.clock());
     });
     if (work) await this.runWork(record, { ...work, replaced: undefined });
@@ -398,6 +399,13 @@ export class UploadService {
     const state = await this.ledger.state(record._id);
     const ranges: ByteRange[] = [];
     for (let k = 1; k <= PartGrid.partNumberAt(Math.max(0, state.lastByte)) && state.lastByte >= 0; k++) {
+      const stored = state.parts[partKey(k)];
+      if (stored) {
+        // a stored part holds all of its bytes; only parts still being filled are read
+        const start = PartGrid.partRange(k, null).start;
+        ranges.push({ a: start, b: start + stored.size - 1 });
+        continue;
+      }
       const part = await this.ledger.part(record._id, k);
       ranges.push(...part.pieces.map(({ a, b }) => ({ a, b })));
     }
