@@ -7,7 +7,7 @@ import { freePort, startService, backingEnv } from '../scripts/stack';
 import { testStack, tokenFor } from './support/stack';
 import { call, contentsUrl, download, newOwner, P, postPart, putPart, rawRequest, sha256 } from './support/http';
 
-/** Every row of the SPEC §2.5 table: status, error body, and the stored content unchanged. */
+/** Every row of the /v1 error table: status, error body, and the stored content unchanged. */
 describe('errors on /v1', () => {
   const owner = newOwner();
   let token: string;

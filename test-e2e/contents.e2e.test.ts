@@ -55,7 +55,7 @@ describe('contents through the gateway', () => {
       }
     });
 
-    it('serves the seed form "bytes a-b/total" with 200 and Content-Range', async () => {
+    it('serves the legacy form "bytes a-b/total" with 200 and Content-Range', async () => {
       const r = await download(owner, id, token, `bytes ${P - 10}-${P + 9}/${total}`);
       expect(r.status).toBe(200);
       expect(r.headers.get('content-range')).toBe(`bytes ${P - 10}-${P + 9}/${total}`);

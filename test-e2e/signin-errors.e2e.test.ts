@@ -1,4 +1,4 @@
-// Every status and Code of SPEC §4 and §5.1 that a client can provoke, through the gateway.
+// Every status and Code of sign-in and refresh that a client can provoke, through the gateway.
 import { createHash, randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { call } from './support/http';

@@ -1,4 +1,4 @@
-// The certificate sign-in of SPEC §4 and the sessions of SPEC §5, through the gateway, with
+// The certificate sign-in and the sessions, through the gateway, with
 // openssl as the client: certificates made by openssl, EncryptedKey opened by `openssl cms`.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';

@@ -8,7 +8,7 @@ const PART_CARRIERS = ['gateway', 'content-service'];
 const PART = 64 * 1024 * 1024;
 /** The slowest client link the grace period is sized for: 4 Mbit/s. */
 const SLOW_LINK_BYTES_PER_SECOND = 500_000;
-/** Who may open connections to whom (SPEC §1): the gateway takes traffic from the ingress controller only. */
+/** Who may open connections to whom: the gateway takes traffic from the ingress controller only. */
 const CALLERS: Record<string, string[]> = {
   'content-service': ['gateway'],
   'auth-service': ['gateway', 'session-service'],

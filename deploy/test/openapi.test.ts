@@ -1,5 +1,5 @@
 // The checked-in OpenAPI description (services/gateway/openapi.yaml, served by the gateway at
-// /openapi.yaml and rendered at /docs) is valid OpenAPI 3.1 and describes what SPEC asks for.
+// /openapi.yaml and rendered at /docs) is valid OpenAPI 3.1 and describes every public endpoint.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { validate } from '@readme/openapi-parser';
@@ -59,7 +59,7 @@ describe('services/gateway/openapi.yaml', () => {
     op('post', '/sessions/v5.13/sessions/refresh');
   });
 
-  it('documents the status codes of SPEC 2.5 on each content operation, with the ContentsError body', () => {
+  it('documents the /v1 error statuses on each content operation, with the ContentsError body', () => {
     const expected: Record<string, string[]> = {
       'post /v1/{ownerId}/contents': ['201', '400', '401', '403', '409', '411', '413', '503'],
       'put /v1/{ownerId}/contents/{contentId}': ['200', '201', '400', '401', '403', '404', '409', '411', '413', '503'],

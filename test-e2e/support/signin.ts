@@ -1,4 +1,4 @@
-// Sign-in helpers: the admin command line (as an operator runs it) and the two calls of SPEC §4.
+// Sign-in helpers: the admin command line (as an operator runs it) and the two calls of certificate sign-in.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';

@@ -237,7 +237,7 @@ export class ContentClient {
 
   // --- sign-in and sessions ---------------------------------------------------------------------
 
-  /** Certificate sign-in (SPEC §4): authenticate-by-cert, open the challenge with the key, approve-cert. */
+  /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */
   async signIn(opts: { certificatePem: string; privateKeyPem: string; apiKey: string; signal?: AbortSignal }): Promise<SessionPair> {
     const challenge = await this.transport.send({
       method: 'POST',
@@ -264,7 +264,7 @@ export class ContentClient {
     return { sid: pair.Sid, refreshToken: pair.RefreshToken };
   }
 
-  /** Rotates the session (SPEC §5.1); the old pair stops working. */
+  /** Rotates the session; the old pair stops working. */
   async refresh(signal?: AbortSignal): Promise<SessionPair> {
     const c = this.credentials;
     if (c.kind !== 'session' || !c.refreshToken || !c.apiKey) throw new Error('refreshing needs a session with a refresh token and an api key');

@@ -1,27 +1,27 @@
 import { RangeSyntaxError } from './RangeSyntaxError';
 
 /**
- * A download's Range header. `seed` is the API's own form `bytes a-b/total` (answered 200);
+ * A download's Range header. `legacy` is the API's own form `bytes a-b/total` (answered 200);
  * the RFC 9110 forms (`bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206.
  */
 export type RangeRequest =
-  | { form: 'seed'; first: number; last: number }
+  | { form: 'legacy'; first: number; last: number }
   | { form: 'rfc'; first: number; last: number | null }
   | { form: 'rfc-suffix'; length: number };
 
 export type ResolvedRange = { satisfiable: true; start: number; end: number } | { satisfiable: false };
 
-const SEED = /^bytes ([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
+const LEGACY = /^bytes ([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
 const RFC = /^bytes=([0-9]{0,20})-([0-9]{0,20})$/i;
 
 export function parseRange(header: string): RangeRequest {
   const value = header.trim();
-  const seed = SEED.exec(value);
-  if (seed) {
-    const first = Number(seed[1]);
-    const last = Number(seed[2]);
+  const legacy = LEGACY.exec(value);
+  if (legacy) {
+    const first = Number(legacy[1]);
+    const last = Number(legacy[2]);
     if (first > last) throw new RangeSyntaxError(`Range start ${first} is after its end ${last}`);
-    return { form: 'seed', first, last };
+    return { form: 'legacy', first, last };
   }
   if (value.includes(',')) throw new RangeSyntaxError('multiple ranges in one request are not supported');
   const rfc = RFC.exec(value);

@@ -78,9 +78,9 @@ describe('parseRange and resolveRange', () => {
     expect(resolveRange(parseRange('bytes=-0'), 10)).toEqual({ satisfiable: false });
   });
 
-  it('tells the seed form from the RFC form', () => {
-    expect(parseRange('bytes 0-9/100')).toEqual({ form: 'seed', first: 0, last: 9 });
-    expect(parseRange('bytes 0-9/*')).toEqual({ form: 'seed', first: 0, last: 9 });
+  it('tells the legacy form from the RFC form', () => {
+    expect(parseRange('bytes 0-9/100')).toEqual({ form: 'legacy', first: 0, last: 9 });
+    expect(parseRange('bytes 0-9/*')).toEqual({ form: 'legacy', first: 0, last: 9 });
     expect(parseRange('bytes=0-9')).toEqual({ form: 'rfc', first: 0, last: 9 });
     expect(parseRange('bytes=5-')).toEqual({ form: 'rfc', first: 5, last: null });
     expect(parseRange('Bytes=-5')).toEqual({ form: 'rfc-suffix', length: 5 });

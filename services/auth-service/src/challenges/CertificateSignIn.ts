@@ -16,7 +16,7 @@ export interface Challenge {
 }
 
 /**
- * The certificate sign-in of SPEC §4: authenticate issues an rnd encrypted for the certificate;
+ * The certificate sign-in: authenticate issues an rnd encrypted for the certificate;
  * approve takes the decrypted rnd back and opens a session.
  */
 export class CertificateSignIn {

@@ -5,7 +5,7 @@ import type { ApiKeyStore } from '../store/ApiKeyStore';
 
 const PREFIX = /^\/auth\/(v5\.\d+)\/(authenticate-by-cert|approve-cert)\/?$/;
 
-/** The public API of SPEC §4, reached through the gateway at any /auth/v5.x. */
+/** The certificate sign-in API, reached through the gateway at any /auth/v5.x. */
 export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publicBaseUrl: string | undefined): Router {
   const router = Router();
   const body = express.raw({ type: () => true, limit: '256kb' });

@@ -7,7 +7,7 @@ export interface ApiKeyDoc {
   createdAt: Date;
 }
 
-/** Api keys (SPEC §4): created by the operator, checked on every sign-in and refresh. */
+/** Api keys: created by the operator, checked on every sign-in and refresh. */
 export class ApiKeyStore {
   private readonly docs: Collection<ApiKeyDoc>;
   private readonly known = new Map<string, number>();

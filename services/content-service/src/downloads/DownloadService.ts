@@ -9,7 +9,7 @@ export type ReadyContent = ContentRecord & { total: number };
 /** What a download answers: the headers are decided before the first byte is read. */
 export interface DownloadPlan {
   record: ReadyContent;
-  /** 200 (whole content, or the seed's `bytes a-b/total` form) or 206 (RFC 9110 ranges). */
+  /** 200 (whole content, or the API's own `bytes a-b/total` form) or 206 (RFC 9110 ranges). */
   status: 200 | 206;
   /** Inclusive byte range served; null for an empty content. */
   range: { start: number; end: number } | null;
@@ -54,7 +54,7 @@ export class DownloadService {
         headers: { 'Content-Range': `bytes */${total}` },
       });
     }
-    return { record: ready, status: range.form === 'seed' ? 200 : 206, range: { start: resolved.start, end: resolved.end }, withContentRange: true };
+    return { record: ready, status: range.form === 'legacy' ? 200 : 206, range: { start: resolved.start, end: resolved.end }, withContentRange: true };
   }
 
   async open(plan: DownloadPlan, signal: AbortSignal): Promise<StoredObject | null> {

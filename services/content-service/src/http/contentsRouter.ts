@@ -8,7 +8,7 @@ import type { UploadService } from '../uploads/UploadService';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The /v1 content API of SPEC §2: upload, upload by parts, download. */
+/** The /v1 content API: upload, upload by parts, download. */
 export function contentsRouter(uploads: UploadService, downloads: DownloadService): Router {
   const router = Router();
 

@@ -8,7 +8,7 @@ import { isS3Unavailable } from '../store/ObjectStore';
 import { BodyLengthMismatch } from '../uploads/ExactLengthStream';
 import { ClientDisconnected } from '../uploads/exactBody';
 
-/** Maps anything thrown on /v1 to the SPEC §2.5 error body; internals never reach the client. */
+/** Maps anything thrown on /v1 to the /v1 error body; internals never reach the client. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   const handler = jsonErrorHandler(logger, { toServiceError, body: (e, trackId) => contentsErrorBody(e.status, e.code, e.message, trackId) });
   return (error: unknown, req, res, next) => {

@@ -5,7 +5,7 @@ import type { Logger } from '@cp/logging';
 import { jsonErrorHandler } from '@cp/service-kit';
 import { RedisUnavailable } from '@cp/redis';
 
-/** SPEC §4/§5 error body: `{"Code","Message"}`; nothing internal reaches the client. */
+/** Error body of /auth and /sessions: `{"Code","Message"}`; nothing internal reaches the client. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return jsonErrorHandler(logger, { toServiceError, body: (e) => ({ Code: e.code, Message: e.message }) });
 }

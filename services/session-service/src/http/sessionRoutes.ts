@@ -5,7 +5,7 @@ import type { SessionService } from '../sessions/SessionService';
 
 const REFRESH_PATH = /^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/;
 
-/** The public API (SPEC §5.1), reached through the gateway at any /sessions/v5.x. */
+/** The public refresh API, reached through the gateway at any /sessions/v5.x. */
 export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): Router {
   const router = Router();
   router.use(async (req, res, next) => {

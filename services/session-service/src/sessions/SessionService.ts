@@ -24,7 +24,7 @@ export interface ValidSession {
 }
 
 /**
- * Sessions of SPEC §5: create (for the auth-service), validate (for the content-service), and
+ * Sessions: create (for the auth-service), validate (for the content-service), and
  * refresh with rotation and reuse detection. MongoDB is the truth; Redis only caches sid lookups.
  */
 export class SessionService {
