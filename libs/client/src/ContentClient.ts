@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { open, rename, stat, readFile, writeFile, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { certificateDer, decryptEncryptedKey } from './EncryptedKey';
-import { ApiError, TransportError } from './errors';
+import { ApiError, IntegrityError, TransportError } from './errors';
 import { missingParts, parseReceivedRanges, splitIntoParts, type ByteRange } from './ranges';
 import { Transport, type Received, type Sent } from './transport';
 
@@ -22,12 +22,17 @@ export interface ContentClientOptions {
   attempts?: number;
   /** Called after a refresh replaced the session, so callers can save the new pair. */
   onCredentials?: (credentials: Credentials) => void;
+  /**
+   * Upload part size, at most (and by default) 64 MiB. Parts on the 64 MiB grid stream straight
+   * into S3; other sizes are staged by the service (slower). Smaller sizes are for tests.
+   */
+  partSize?: number;
 }
 
 export interface Progress {
-  /** Bytes done, of `total`. */
+  /** Bytes done, of `total` (null while a stream's length is not known). */
   done: number;
-  total: number;
+  total: number | null;
 }
 
 export interface UploadOptions {
@@ -40,6 +45,11 @@ export interface UploadOptions {
   onProgress?: (p: Progress) => void;
   /** Called once the content id is known (before the rest of the parts), e.g. to print it for --resume. */
   onContentId?: (id: string) => void;
+}
+
+export interface StreamUploadOptions extends UploadOptions {
+  /** The stream's length when known beforehand; otherwise parts go as `bytes a-b/*` until the end. */
+  size?: number;
 }
 
 export interface DownloadOptions {
@@ -78,11 +88,16 @@ export class ContentClient {
   private credentials: Credentials;
   private readonly base: URL;
   private readonly attempts: number;
+  private readonly partSize: number;
+  /** The refresh under way: concurrent 401s share it (a second rotation with the same token would revoke the session). */
+  private refreshing: Promise<SessionPair> | null = null;
 
   constructor(private readonly options: ContentClientOptions) {
     this.base = new URL(options.baseUrl);
     this.credentials = options.credentials;
-    this.attempts = options.attempts ?? 5;
+    this.attempts = options.attempts ?? 6;
+    this.partSize = options.partSize ?? PART_SIZE;
+    if (!Number.isInteger(this.partSize) || this.partSize < 1 || this.partSize > PART_SIZE) throw new RangeError(`partSize must be 1..${PART_SIZE}`);
   }
 
   get currentCredentials(): Credentials {
@@ -110,7 +125,7 @@ export class ContentClient {
   /** Uploads a file; returns the content id. */
   async uploadFile(path: string, opts: UploadOptions): Promise<string> {
     const total = (await stat(path)).size;
-    const parts = splitIntoParts(total, PART_SIZE);
+    const parts = splitIntoParts(total, this.partSize);
     const contentHeaders: Record<string, string> = { 'content-type': opts.contentType ?? 'application/octet-stream' };
     const rangeOf = (p: ByteRange) => `bytes ${p.start}-${p.end}/${total}`;
     const body = (p: ByteRange) => () => createReadStream(path, { start: p.start, end: p.end, highWaterMark: 1024 * 1024 });
@@ -179,6 +194,104 @@ export class ContentClient {
   }
 
   /**
+   * Uploads a stream (stdin, a pipe, a generated body) whose length may be unknown; returns the
+   * content id. Parts are read into memory one at a time as a slot frees up, so memory is about
+   * (concurrency + 1) × part size. Until the end is seen parts go as `bytes a-b/*`; the last one
+   * names the total. With `resume`, the stream must replay the same bytes from the start: parts
+   * the service already holds are read and skipped.
+   */
+  async uploadStream(source: AsyncIterable<Uint8Array>, opts: StreamUploadOptions): Promise<string> {
+    const contentHeaders: Record<string, string> = { 'content-type': opts.contentType ?? 'application/octet-stream' };
+    const known = opts.size ?? null;
+    const parts = fixedSizeParts(source, this.partSize);
+    let done = 0;
+    let total: number | null = known;
+    const advance = (bytes: number) => {
+      done += bytes;
+      opts.onProgress?.({ done, total });
+    };
+    const rangeOf = (p: StreamPart) => `bytes ${p.start}-${p.start + p.data.length - 1}/${p.last ? p.start + p.data.length : (known ?? '*')}`;
+    const checkLength = (p: StreamPart) => {
+      if (!p.last) return;
+      total = p.start + p.data.length;
+      if (known !== null && known !== total) throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
+    };
+
+    let id = opts.resume;
+    let received: ByteRange[] = [];
+    if (id) {
+      const status = await this.status(opts.owner, id, opts.signal);
+      if (status.state === 'ready') {
+        total = status.total;
+        advance(status.total ?? 0);
+        return id;
+      }
+      if (known !== null && status.total !== null && status.total !== known) {
+        throw new ApiError(409, 'totalConflict', `content ${id} is ${status.total} bytes long, the stream ${known}`, null, null);
+      }
+      received = status.received;
+    } else {
+      const first = await parts.next();
+      if (first.done) {
+        // An empty stream: a one-shot upload of nothing.
+        const res = await this.call({ method: 'POST', url: this.url(`/v1/${opts.owner}/contents`), headers: contentHeaders, body: () => Buffer.alloc(0), contentLength: 0, signal: opts.signal });
+        total = 0;
+        advance(0);
+        return (JSON.parse(res.text) as { id: string }).id;
+      }
+      const p = first.value;
+      checkLength(p);
+      const res = await this.call({
+        method: 'POST',
+        url: this.url(`/v1/${opts.owner}/contents`),
+        headers: { ...contentHeaders, 'content-range': rangeOf(p) },
+        body: () => p.data,
+        contentLength: p.data.length,
+        signal: opts.signal,
+      });
+      id = (JSON.parse(res.text) as { id: string }).id;
+      advance(p.data.length);
+      if (p.last) return id;
+    }
+    opts.onContentId?.(id);
+    const contentId = id;
+    let failed: unknown = null;
+    await Promise.all(
+      Array.from({ length: opts.concurrency ?? 4 }, async () => {
+        while (failed === null) {
+          const next = await parts.next();
+          if (next.done) return;
+          const p = next.value;
+          try {
+            checkLength(p);
+            const end = p.start + p.data.length - 1;
+            if (!received.some((r) => r.start <= p.start && r.end >= end)) {
+              await this.call({
+                method: 'PUT',
+                url: this.url(`/v1/${opts.owner}/contents/${contentId}`),
+                headers: { 'content-range': rangeOf(p) },
+                body: () => p.data,
+                contentLength: p.data.length,
+                signal: opts.signal,
+              });
+            }
+            advance(p.data.length);
+          } catch (error) {
+            failed ??= error;
+          }
+        }
+      }),
+    );
+    if (failed !== null) {
+      await parts.return(undefined);
+      throw failed;
+    }
+    const after = await this.status(opts.owner, contentId, opts.signal);
+    if (after.state !== 'ready') throw new ApiError(409, 'contentNotReady', `all parts were sent but content ${contentId} is not complete`, null, null);
+    return contentId;
+  }
+
+  /**
    * Downloads a ready content into `path` by ranges, N in flight, each written at its offset.
    * Until it is complete the data lives in `<path>.partial` beside `<path>.partial.json` (the
    * ranges done), so an interrupted download can resume; the length (and SHA-256 if asked) is
@@ -227,9 +340,9 @@ export class ContentClient {
     });
     await saving;
     const size = (await stat(partial)).size;
-    if (size !== total) throw new TransportError(`downloaded ${size} bytes, the content has ${total}`);
+    if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
     const sha256 = await fileSha256(partial);
-    if (opts.sha256 && opts.sha256.toLowerCase() !== sha256) throw new TransportError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
+    if (opts.sha256 && opts.sha256.toLowerCase() !== sha256) throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
     await rename(partial, path);
     await rm(journal, { force: true });
     return { bytes: total, sha256 };
@@ -264,8 +377,15 @@ export class ContentClient {
     return { sid: pair.Sid, refreshToken: pair.RefreshToken };
   }
 
-  /** Rotates the session; the old pair stops working. */
-  async refresh(signal?: AbortSignal): Promise<SessionPair> {
+  /** Rotates the session; the old pair stops working. Concurrent callers share one rotation. */
+  refresh(signal?: AbortSignal): Promise<SessionPair> {
+    this.refreshing ??= this.rotate(signal).finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  private async rotate(signal?: AbortSignal): Promise<SessionPair> {
     const c = this.credentials;
     if (c.kind !== 'session' || !c.refreshToken || !c.apiKey) throw new Error('refreshing needs a session with a refresh token and an api key');
     const q = new URLSearchParams({ 'auth.sid': c.sid, 'refresh-token': c.refreshToken, 'api-key': c.apiKey });
@@ -282,13 +402,15 @@ export class ContentClient {
   private async call(req: Omit<Sent, 'headers'> & { headers: Record<string, string> }): Promise<Received> {
     let refreshed = false;
     for (let attempt = 1; ; attempt++) {
+      const sentWith = this.credentials;
       try {
         return await this.transport.send({ ...req, headers: { ...req.headers, authorization: this.authorization() } });
       } catch (error) {
         if (req.signal?.aborted) throw req.signal.reason ?? error;
         if (error instanceof ApiError && error.status === 401 && !refreshed && this.canRefresh()) {
           refreshed = true;
-          await this.refresh(req.signal);
+          // Another call may have refreshed while this one was under way: then just send it again.
+          if (this.credentials === sentWith || this.refreshing) await this.refresh(req.signal);
           attempt--;
           continue;
         }
@@ -338,6 +460,45 @@ async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise
     }),
   );
   if (failed !== null) throw failed;
+}
+
+interface StreamPart {
+  start: number;
+  data: Buffer;
+  /** No byte follows this part. */
+  last: boolean;
+}
+
+/**
+ * Cuts a stream into `size`-byte parts. A full part is held back until the next byte (or the end)
+ * shows whether it is the last, so the last part can name the total.
+ */
+export async function* fixedSizeParts(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<StreamPart, void, undefined> {
+  let pending: Buffer[] = [];
+  let pendingLength = 0;
+  let offset = 0;
+  let full: Buffer | null = null;
+  for await (const chunk of source) {
+    let rest = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    while (rest.length > 0) {
+      if (full !== null) {
+        yield { start: offset, data: full, last: false };
+        offset += full.length;
+        full = null;
+      }
+      const take = Math.min(size - pendingLength, rest.length);
+      pending.push(rest.subarray(0, take));
+      pendingLength += take;
+      rest = rest.subarray(take);
+      if (pendingLength === size) {
+        full = Buffer.concat(pending, size);
+        pending = [];
+        pendingLength = 0;
+      }
+    }
+  }
+  if (full !== null) yield { start: offset, data: full, last: true };
+  else if (pendingLength > 0) yield { start: offset, data: Buffer.concat(pending, pendingLength), last: true };
 }
 
 async function fileSha256(path: string): Promise<string> {

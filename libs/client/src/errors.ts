@@ -47,6 +47,11 @@ export class TransportError extends Error {
   override readonly name = 'TransportError';
 }
 
+/** Bytes that do not match what they should be: a download's length or SHA-256, a stream's announced size. */
+export class IntegrityError extends Error {
+  override readonly name = 'IntegrityError';
+}
+
 const HINTS: Record<string, string> = {
   invalidRange: 'the Range or Content-Range header is malformed; this is a client bug',
   missingContentRange: 'PUT needs Content-Range; this is a client bug',
@@ -56,6 +61,9 @@ const HINTS: Record<string, string> = {
   missingCredentials: 'sign in with `content login` or pass a token',
   malformedCredentials: 'the Authorization header is malformed; sign in again',
   invalidToken: 'the token is expired or not trusted; get a new one',
+  bearerNotAccepted: 'this service does not accept Bearer tokens; sign in with `content login`',
+  sessionsNotAccepted: 'this service does not accept sessions; pass a Bearer token with --token',
+  clientDisconnected: 'the request body broke off before its end; retry (the client does so by itself)',
   invalidSession: 'the session is over; run `content refresh` or `content login` again',
   ownerForbidden: 'these credentials may not act for this owner; check --owner',
   contentNotFound: 'no such content for this owner; check the id and --owner',
@@ -68,6 +76,19 @@ const HINTS: Record<string, string> = {
   partTooLarge: 'a part may be at most 64 MiB',
   contentTooLarge: 'a content may be at most 30 GiB',
   rangeNotSatisfiable: 'the range starts past the end of the content',
+  contentBusy: 'another request is writing this content; retry in a moment (the client does so by itself)',
+  contentCompleting: 'the content is being completed; retry in a moment (the client does so by itself)',
+  partAssembling: 'a part is being assembled; retry in a moment (the client does so by itself)',
+  databaseUnavailable: 'the content database is unavailable; retry later (resume with --resume if an upload stopped)',
+  storageUnavailable: 'the object storage is unavailable; retry later (resume with --resume if an upload stopped)',
+  sessionServiceUnavailable: 'sessions cannot be checked right now; retry later',
+  identityProviderUnavailable: 'tokens cannot be checked right now; retry later',
+  internalError: 'the service failed unexpectedly; retry, and quote the track id when reporting it',
+  routeNotFound: 'no such endpoint: check --url (it should be the gateway, e.g. http://host:8080)',
+  BodyTooLarge: 'the request body is too large for this endpoint',
+  InvalidParameter: 'a parameter is malformed (e.g. the thumbprint); check the certificate file',
+  UnknownError: 'the sign-in service failed unexpectedly; retry, and report it if it persists',
+  ServiceUnavailable: 'the service is unavailable; retry later',
   MissingParameters: 'a parameter (api key, certificate, thumbprint or body) is missing',
   InvalidApiKey: 'the api key is unknown; ask the operator for one (`pnpm admin apikey create`)',
   CertUnreadable: 'the file is not a certificate (PEM or DER)',

@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -34,27 +34,49 @@ export class Transport {
     const secure = req.url.protocol === 'https:';
     const headers: Record<string, string | number> = { ...req.headers };
     if (req.contentLength !== undefined) headers['content-length'] = req.contentLength;
-    return new Promise<Received>((resolve, reject) => {
-      const started = (secure ? httpsRequest : httpRequest)(
-        req.url,
-        { method: req.method, headers, agent: secure ? this.https : this.http, signal: req.signal },
-        (res) => void this.receive(res, req).then(resolve, reject),
-      );
-      started.on('error', (error) => reject(req.signal?.aborted ? req.signal.reason ?? error : new TransportError(`${req.method} ${req.url.pathname}: ${error.message}`, { cause: error })));
-      const body = req.body?.();
-      if (body === undefined) started.end();
-      else if (Buffer.isBuffer(body)) started.end(body);
-      else {
-        body.on('error', (error) => started.destroy(error));
-        body.pipe(started);
-      }
-    });
+    // Any failure on the way (connect, send, a connection dropped mid-answer) is a TransportError,
+    // which the caller retries; an abort stays the abort's reason.
+    const failed = (error: unknown): Error => {
+      if (req.signal?.aborted) return (req.signal.reason as Error) ?? (error as Error);
+      if (error instanceof ApiError || error instanceof TransportError) return error;
+      return new TransportError(`${req.method} ${req.url.pathname}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    };
+    let started: ClientRequest | undefined;
+    let body: Readable | Buffer | undefined;
+    try {
+      return await new Promise<Received>((resolve, reject) => {
+        started = (secure ? httpsRequest : httpRequest)(
+          req.url,
+          { method: req.method, headers, agent: secure ? this.https : this.http, signal: req.signal },
+          (res) => void this.receive(res, req).then(resolve, reject),
+        );
+        started.on('error', reject);
+        body = req.body?.();
+        if (body === undefined) started.end();
+        else if (Buffer.isBuffer(body)) started.end(body);
+        else {
+          const file = body;
+          file.on('error', (error) => {
+            reject(error);
+            started?.destroy(error);
+          });
+          file.pipe(started);
+        }
+      });
+    } catch (error) {
+      throw failed(error);
+    } finally {
+      // An answer that came before the whole part was sent (an error, an abort) leaves the file
+      // stream half read: close it rather than leak its descriptor.
+      if (body !== undefined && !Buffer.isBuffer(body) && !body.destroyed) body.destroy();
+    }
   }
 
   private async receive(res: IncomingMessage, req: Sent): Promise<Received> {
     const status = res.statusCode ?? 0;
     if (status < 300 && req.sink) {
       await pipeline(res, req.sink());
+      if (!res.complete) throw new TransportError(`${req.method} ${req.url.pathname}: the answer broke off`);
       return { status, headers: res.headers, text: '' };
     }
     const chunks: Buffer[] = [];

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
+import { fstatSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ContentClient, type Credentials } from '../ContentClient';
-import { ApiError, TransportError } from '../errors';
+import { ContentClient, type Credentials, type Progress } from '../ContentClient';
+import { ApiError, IntegrityError, TransportError } from '../errors';
 import { defaultConfigPath, readConfig, writeConfig, type SavedConfig } from './config';
 import { progressView } from './progress';
 
@@ -11,6 +11,7 @@ const USAGE = `usage: content <command> [options]
 commands:
   login --cert <pem> --key <pem> --api-key <key>   sign in with a certificate; the session is saved
   upload <file> [--resume <id>] [--parallel 4] [--content-type <type>]
+  upload - [--size <bytes>] ...                     upload standard input (a pipe); see the README
   download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
   status <id>
   refresh                                            rotate the saved session
@@ -23,11 +24,22 @@ options for every command:
   --config <file>      where the session is saved (default ~/.config/content-platform/config.json)
 
 exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403), 4 not found, 5 conflict or
-refused input (400/409/411/413/416), 6 service unavailable or network, 130 interrupted`;
+refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
+(length or SHA-256 of a download, length of an upload stream), 130 interrupted`;
 
 class UsageError extends Error {}
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.WriteStream, err: NodeJS.WriteStream): Promise<number> {
+/** Standard input's length when it is a regular file (`< file`); a pipe has none. */
+function stdinSize(): number | undefined {
+  try {
+    const st = fstatSync(0);
+    return st.isFile() ? st.size : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.WriteStream, err: NodeJS.WriteStream, stdin: AsyncIterable<Uint8Array> = process.stdin): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -46,6 +58,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         parallel: { type: 'string' },
         'content-type': { type: 'string' },
         sha256: { type: 'string' },
+        size: { type: 'string' },
         restart: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -120,18 +133,21 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         const [file] = rest;
         if (!file) throw new UsageError('upload needs a file');
         const view = progressView('upload', err, mode);
+        const size = o.size === undefined ? undefined : Number(o.size);
+        if (size !== undefined && (!Number.isSafeInteger(size) || size < 0)) throw new UsageError('--size must be a byte count');
         try {
-          const id = await client.uploadFile(file, {
+          const common = {
             owner: needOwner(),
             resume: o.resume,
             concurrency: parallel,
             contentType: o['content-type'],
             signal: abort.signal,
-            onProgress: (p) => view.update(p),
-            onContentId: (cid) => {
-              resumeHint = `content upload ${file} --resume ${cid}`;
+            onProgress: (p: Progress) => view.update(p),
+            onContentId: (cid: string) => {
+              resumeHint = file === '-' ? `<the same input> | content upload - --resume ${cid}` : `content upload ${file} --resume ${cid}`;
             },
-          });
+          };
+          const id = file === '-' ? await client.uploadStream(stdin, { ...common, size: size ?? stdinSize() }) : await client.uploadFile(file, common);
           view.stop();
           print(id, { id, file });
         } finally {
@@ -187,6 +203,7 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     return write(code, `${error.status} ${error.code}: ${error.message}${track}`, resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint, { status: error.status, code: error.code, trackId: error.trackId });
   }
+  if (error instanceof IntegrityError) return write(7, error.message, 'the bytes are not what they should be: run the command again (a download with --restart)');
   if (error instanceof TransportError) return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');
   if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return write(2, (error as Error).message, 'check the file name');
   return write(1, String((error as Error)?.stack ?? error), 'this is unexpected; please report it');

@@ -1,0 +1,207 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import fc from 'fast-check';
+import { ApiError, ContentClient, fixedSizeParts, type Credentials } from '../src';
+import { FakeContentApi } from './support/FakeContentApi';
+
+const PART = 64 * 1024;
+const OWNER = '00000000-0000-4000-8000-000000000001';
+
+describe('the client against a service that fails in exact ways', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cp-client-unit-'));
+  let api: FakeContentApi;
+  let url: string;
+  const clients: ContentClient[] = [];
+  const client = (credentials: Credentials = { kind: 'bearer', token: 'ok' }, onCredentials?: (c: Credentials) => void) => {
+    const c = new ContentClient({ baseUrl: url, credentials, partSize: PART, onCredentials });
+    clients.push(c);
+    return c;
+  };
+  const file = (bytes: number) => {
+    const data = randomBytes(bytes);
+    const path = join(dir, `f-${bytes}-${Math.random()}`);
+    writeFileSync(path, data);
+    return { path, data };
+  };
+
+  beforeEach(async () => {
+    api = new FakeContentApi();
+    url = await api.start();
+  });
+  afterEach(async () => {
+    clients.splice(0).forEach((c) => c.close());
+    await api.stop();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('retries a part after 503 with Retry-After and after a dropped connection, and the content is whole', async () => {
+    const { path, data } = file(10 * PART + 123);
+    const total = data.length;
+    const third = `bytes ${2 * PART}-${3 * PART - 1}/${total}`;
+    const fourth = `bytes ${3 * PART}-${4 * PART - 1}/${total}`;
+    api.intercept = (s, n) => {
+      if (s.method === 'PUT' && s.range === third && n === 1) return { status: 503, headers: { 'retry-after': '0' }, body: { id: 'urn:error:contents:contentBusy', 'status-code': 503, message: 'busy' } };
+      if (s.method === 'PUT' && s.range === fourth && n <= 2) return 'drop';
+      return undefined;
+    };
+    const id = await client().uploadFile(path, { owner: OWNER, concurrency: 3 });
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    expect(api.count('PUT', third)).toBe(2);
+    expect(api.count('PUT', fourth)).toBe(3);
+  });
+
+  it('gives up after its attempts and reports the last error', async () => {
+    const { path } = file(3 * PART);
+    api.intercept = (s) => (s.method === 'PUT' ? { status: 503, headers: { 'retry-after': '0' } } : undefined);
+    const c = new ContentClient({ baseUrl: url, credentials: { kind: 'bearer', token: 'ok' }, partSize: PART, attempts: 2 });
+    clients.push(c);
+    await expect(c.uploadFile(path, { owner: OWNER, concurrency: 1 })).rejects.toMatchObject({ name: 'ApiError', status: 503 });
+    expect(api.count('PUT')).toBe(2);
+  });
+
+  it('does not retry a refusal (409) and keeps its code, message and hint', async () => {
+    const { path } = file(3 * PART);
+    api.intercept = (s) => (s.method === 'PUT' ? { status: 409, body: { id: 'urn:error:contents:totalConflict', 'status-code': 409, message: 'total differs', 'track-id': 'tr-9' } } : undefined);
+    const error = await client().uploadFile(path, { owner: OWNER, concurrency: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ code: 'totalConflict', message: 'total differs', trackId: 'tr-9' });
+    expect((error as ApiError).hint).toMatch(/new content/);
+    expect(api.count('PUT')).toBe(1);
+  });
+
+  it('keeps exactly N parts in flight when there are enough', async () => {
+    const { path, data } = file(9 * PART);
+    // Hold every PUT answer until four are waiting (or, so a broken client fails instead of hanging, a while).
+    let held: (() => void)[] = [];
+    api.beforeAnswer = (s) =>
+      s.method !== 'PUT'
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            held.push(resolve);
+            const release = () => {
+              const now = held;
+              held = [];
+              now.forEach((r) => r());
+            };
+            if (held.length === 4) release();
+            else setTimeout(release, 3000).unref();
+          });
+    const id = await client().uploadFile(path, { owner: OWNER, concurrency: 4 });
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    expect(api.maxInFlight).toBe(4);
+  });
+
+  it('resumes by sending only the grid parts the service lacks', async () => {
+    const { path, data } = file(6 * PART + 5);
+    const first = client();
+    const abort = new AbortController();
+    let id = '';
+    await expect(
+      first.uploadFile(path, {
+        owner: OWNER,
+        concurrency: 1,
+        signal: abort.signal,
+        onContentId: (cid) => (id = cid),
+        onProgress: (p) => p.done >= 3 * PART && abort.abort(new Error('stop')),
+      }),
+    ).rejects.toThrow('stop');
+    const before = api.seen.length;
+    const have = api.contents.get(id)!.parts.size;
+    const again = await client().uploadFile(path, { owner: OWNER, resume: id });
+    expect(again).toBe(id);
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    const resent = api.seen.slice(before).filter((s) => s.method === 'PUT');
+    expect(resent).toHaveLength(7 - have);
+  });
+
+  it('shares one refresh among parts that all get 401 at once, and every part then succeeds', async () => {
+    const { path, data } = file(7 * PART);
+    const saved: Credentials[] = [];
+    const c = client({ kind: 'session', sid: api.sid, refreshToken: api.refreshToken, apiKey: 'k' }, (cr) => saved.push(cr));
+    // The sid expires right after the first part created the content.
+    api.intercept = (s) => {
+      if (s.method === 'POST' && s.path.startsWith('/v1/')) queueMicrotask(() => (api.sid = 'SID-EXPIRED'));
+      return undefined;
+    };
+    let sidAfterPost = '';
+    api.beforeAnswer = async (s) => {
+      if (s.method === 'POST') sidAfterPost = api.sid;
+    };
+    const id = await c.uploadFile(path, { owner: OWNER, concurrency: 4 });
+    expect(sidAfterPost).toBe('SID-EXPIRED');
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    expect(api.refreshes).toBe(1);
+    expect(saved).toEqual([{ kind: 'session', sid: 'SID-2', refreshToken: 'RT-2', apiKey: 'k' }]);
+    expect(api.seen.filter((s) => s.authorization === 'auth.sid SID-1' && s.method === 'PUT').length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('does not refresh a Bearer token: the 401 is the answer', async () => {
+    const { path } = file(10);
+    const c = client({ kind: 'bearer', token: 'expired' });
+    await expect(c.uploadFile(path, { owner: OWNER })).rejects.toMatchObject({ status: 401, code: 'invalidSession' });
+    expect(api.refreshes).toBe(0);
+  });
+
+  it('downloads again a range whose connection broke off mid-body, and checks length and SHA-256', async () => {
+    const { path, data } = file(5 * PART + 7);
+    const c = client();
+    const id = await c.uploadFile(path, { owner: OWNER });
+    api.intercept = (s, n) => (s.method === 'GET' && s.range === `bytes=${PART}-${2 * PART - 1}` && n === 1 ? 'drop-mid-body' : undefined);
+    const out = join(dir, 'down.bin');
+    const { createHash } = await import('node:crypto');
+    const sha = createHash('sha256').update(data).digest('hex');
+    await expect(c.downloadFile(id, out, { owner: OWNER, chunkSize: PART, sha256: sha })).resolves.toEqual({ bytes: data.length, sha256: sha });
+    expect(readFileSync(out).equals(data)).toBe(true);
+    expect(api.count('GET', `bytes=${PART}-${2 * PART - 1}`)).toBe(2);
+    await expect(c.downloadFile(id, join(dir, 'bad.bin'), { owner: OWNER, chunkSize: PART, sha256: '0'.repeat(64) })).rejects.toMatchObject({ name: 'IntegrityError' });
+  });
+
+  it('uploads a stream of unknown length: bytes a-b/* until the last part, which names the total', async () => {
+    for (const size of [0, 1, PART, 3 * PART, 3 * PART + 17]) {
+      api.seen.length = 0;
+      const data = randomBytes(size);
+      const chunks = Array.from({ length: Math.ceil(size / 1000) }, (_, i) => data.subarray(i * 1000, (i + 1) * 1000));
+      const progress: (number | null)[] = [];
+      const id = await client().uploadStream(Readable.from(chunks), { owner: OWNER, concurrency: 2, onProgress: (p) => progress.push(p.total) });
+      expect(api.bytesOf(id).equals(data)).toBe(true);
+      const ranges = api.seen.filter((s) => s.method === 'POST' || s.method === 'PUT').map((s) => s.range);
+      if (size === 0) expect(ranges).toEqual([undefined]);
+      else {
+        const last = `bytes ${Math.floor((size - 1) / PART) * PART}-${size - 1}/${size}`;
+        expect(ranges).toContain(last);
+        expect(ranges.filter((r) => r !== last).every((r) => r!.endsWith('/*'))).toBe(true);
+        expect(ranges).toHaveLength(Math.ceil(size / PART));
+      }
+      expect(progress[progress.length - 1]).toBe(size);
+    }
+  });
+
+  it('refuses a stream whose length differs from the one announced', async () => {
+    const data = randomBytes(2 * PART + 1);
+    await expect(client().uploadStream(Readable.from([data]), { owner: OWNER, size: 2 * PART })).rejects.toMatchObject({ name: 'IntegrityError' });
+  });
+});
+
+describe('cutting a stream into parts', () => {
+  it('gives parts of the part size (the last shorter) that concatenate to the stream, only the last marked last', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 20 }), fc.integer({ min: 1, max: 200 }), async (sizes, size) => {
+        const chunks = sizes.map((n) => randomBytes(n));
+        const whole = Buffer.concat(chunks);
+        const parts = [];
+        for await (const p of fixedSizeParts(Readable.from(chunks), size)) parts.push(p);
+        expect(Buffer.concat(parts.map((p) => p.data)).equals(whole)).toBe(true);
+        parts.forEach((p, i) => {
+          expect(p.start).toBe(i * size);
+          expect(p.last).toBe(i === parts.length - 1);
+          if (!p.last) expect(p.data.length).toBe(size);
+          else expect(p.data.length).toBeGreaterThan(0);
+        });
+        expect(parts.length).toBe(Math.ceil(whole.length / size));
+      }),
+    );
+  });
+});
