@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { open, rename, stat, readFile, writeFile, rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { certificateDer, decryptEncryptedKey } from './EncryptedKey';
+import { certificateDer, checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 import { ApiError, IntegrityError, TransportError } from './errors';
 import { missingParts, parseReceivedRanges, splitIntoParts, type ByteRange } from './ranges';
 import { Transport, type Received, type Sent } from './transport';
@@ -352,6 +352,7 @@ export class ContentClient {
 
   /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */
   async signIn(opts: { certificatePem: string; privateKeyPem: string; apiKey: string; signal?: AbortSignal }): Promise<SessionPair> {
+    checkKeyPair(opts.certificatePem, opts.privateKeyPem);
     const challenge = await this.transport.send({
       method: 'POST',
       url: this.url(`/auth/v5.13/authenticate-by-cert?apiKey=${encodeURIComponent(opts.apiKey)}`),

@@ -1,4 +1,5 @@
-import { createPrivateKey, webcrypto } from 'node:crypto';
+import { createPrivateKey, createPublicKey, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
+import { CredentialsFileError } from './errors';
 import * as pkijs from 'pkijs';
 
 let engineSet = false;
@@ -16,7 +17,28 @@ export function certificateDer(certificate: string | Buffer): Buffer {
   const m = /-----BEGIN CERTIFICATE-----([\s\S]+?)-----END CERTIFICATE-----/.exec(text);
   if (m) return Buffer.from(m[1]!.replace(/\s+/g, ''), 'base64');
   if (Buffer.isBuffer(certificate)) return certificate;
-  throw new Error('no PEM certificate found');
+  throw new CredentialsFileError('the certificate file holds no PEM certificate');
+}
+
+/** Reads a private key (PEM PKCS#8, PKCS#1 or SEC1, unencrypted). */
+export function readPrivateKey(privateKeyPem: string | Buffer): KeyObject {
+  try {
+    return createPrivateKey(privateKeyPem);
+  } catch (error) {
+    throw new CredentialsFileError('the key file is not an unencrypted private key in PEM (PKCS#8, PKCS#1 or SEC1)', { cause: error });
+  }
+}
+
+/** Refuses, before any request, a key that does not belong to the certificate. */
+export function checkKeyPair(certificate: string | Buffer, privateKeyPem: string | Buffer): void {
+  let certKey: KeyObject;
+  try {
+    certKey = new X509Certificate(certificateDer(certificate)).publicKey;
+  } catch (error) {
+    throw new CredentialsFileError('the certificate file holds no readable certificate (PEM or DER)', { cause: error });
+  }
+  const own = createPublicKey(readPrivateKey(privateKeyPem)).export({ type: 'spki', format: 'der' });
+  if (!own.equals(certKey.export({ type: 'spki', format: 'der' }))) throw new CredentialsFileError('the private key does not belong to the certificate');
 }
 
 /**
@@ -30,9 +52,13 @@ export async function decryptEncryptedKey(encryptedKeyBase64: string, certificat
   const enveloped = new p.EnvelopedData({ schema: contentInfo.content });
   const certDer = certificateDer(certificate);
   const recipientCertificate = p.Certificate.fromBER(toArrayBuffer(certDer));
-  const pkcs8 = createPrivateKey(privateKeyPem).export({ type: 'pkcs8', format: 'der' });
-  const plain = await enveloped.decrypt(0, { recipientCertificate, recipientPrivateKey: toArrayBuffer(pkcs8) });
-  return Buffer.from(plain);
+  const pkcs8 = readPrivateKey(privateKeyPem).export({ type: 'pkcs8', format: 'der' });
+  try {
+    const plain = await enveloped.decrypt(0, { recipientCertificate, recipientPrivateKey: toArrayBuffer(pkcs8) });
+    return Buffer.from(plain);
+  } catch (error) {
+    throw new CredentialsFileError(`the sign-in challenge could not be opened with this key (${(error as Error)?.message ?? error})`, { cause: error });
+  }
 }
 
 function toArrayBuffer(b: Buffer): ArrayBuffer {

@@ -47,6 +47,11 @@ export class TransportError extends Error {
   override readonly name = 'TransportError';
 }
 
+/** The certificate or key file given for sign-in cannot be used (unreadable, not a pair, cannot open the challenge). */
+export class CredentialsFileError extends Error {
+  override readonly name = 'CredentialsFileError';
+}
+
 /** Bytes that do not match what they should be: a download's length or SHA-256, a stream's announced size. */
 export class IntegrityError extends Error {
   override readonly name = 'IntegrityError';

@@ -2,7 +2,7 @@
 import { fstatSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ContentClient, type Credentials, type Progress } from '../ContentClient';
-import { ApiError, IntegrityError, TransportError } from '../errors';
+import { ApiError, CredentialsFileError, IntegrityError, TransportError } from '../errors';
 import { defaultConfigPath, readConfig, writeConfig, type SavedConfig } from './config';
 import { progressView } from './progress';
 
@@ -23,7 +23,7 @@ options for every command:
   --json               machine-readable output on stdout, no progress
   --config <file>      where the session is saved (default ~/.config/content-platform/config.json)
 
-exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403), 4 not found, 5 conflict or
+exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403, unusable --cert/--key), 4 not found, 5 conflict or
 refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
 (length or SHA-256 of a download, length of an upload stream), 130 interrupted`;
 
@@ -203,6 +203,7 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     return write(code, `${error.status} ${error.code}: ${error.message}${track}`, resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint, { status: error.status, code: error.code, trackId: error.trackId });
   }
+  if (error instanceof CredentialsFileError) return write(3, error.message, 'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)');
   if (error instanceof IntegrityError) return write(7, error.message, 'the bytes are not what they should be: run the command again (a download with --restart)');
   if (error instanceof TransportError) return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');
   if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return write(2, (error as Error).message, 'check the file name');
