@@ -235,7 +235,7 @@ describe('the client library against the running system', () => {
         screen = await run('tmux', ['capture-pane', '-p', '-t', session]);
       }
       expect(screen).toContain('EXIT=0');
-      expect(screen).toMatch(/upload \[=+\] 100% \| 40\.0\/40\.0 MiB/);
+      expect(screen).toMatch(/upload \[=+\] 100% \| 40\.0\/40\.0 MiB \| \d+(\.\d)? MB\/s \| ETA \S+/);
     } finally {
       await run('tmux', ['kill-session', '-t', session]).catch(() => undefined);
     }
