@@ -3,7 +3,20 @@ const fs = require('node:fs');
 const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 const { S3Client } = require('@aws-sdk/client-s3');
-const { startStack, backingEnv, ROOT } = require('../scripts/stack');
+const stack = require('../scripts/stack');
+
+const { backingEnv, ROOT } = stack;
+
+/**
+ * Starts the services like scripts/stack.js. With CP_BENCH_PROFILE=<dir> in the environment, the
+ * content-service and the gateway write V8 CPU profiles (.cpuprofile) into <dir> when they stop.
+ */
+function startStack(opts = {}) {
+  const dir = process.env.CP_BENCH_PROFILE;
+  if (!dir) return stack.startStack(opts);
+  const profile = (name) => ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`, `--cpu-prof-name=${name}.cpuprofile`];
+  return stack.startStack({ ...opts, contentNodeArgs: profile('content-service'), gatewayNodeArgs: profile('gateway') });
+}
 
 const MiB = 1024 * 1024;
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { tokenFor } from './support/stack';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { testStack, tokenFor } from './support/stack';
 import { contentsUrl, newOwner, P, sha256 } from './support/http';
 import { parseStrictContentRange, send } from './support/clients';
 
@@ -163,6 +164,39 @@ describe('request sequences of the official clients, through the gateway', () =>
       const back = await send('GET', contentsUrl(owner, id), auth);
       expect(back.body.length).toBe(n);
       expect(sha256(back.body)).toBe(sha256(data));
+    });
+
+    it('deletes staged pieces once their parts are assembled, and keeps a piece the next part still needs', async () => {
+      const stack = testStack();
+      const s3 = new S3Client({
+        endpoint: stack.backing.S3_ENDPOINT,
+        region: 'us-east-1',
+        forcePathStyle: true,
+        credentials: { accessKeyId: stack.backing.S3_ACCESS_KEY_ID, secretAccessKey: stack.backing.S3_SECRET_ACCESS_KEY },
+      });
+      const staged = async (id: string) =>
+        ((await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? []).map((o) => o.Key!.split('/')[2]!.split('.')[0]);
+      try {
+        // 3 MiB chunks: the one at 63 MiB holds the last MiB of part 1 and the first 2 MiB of part 2
+        const n = P + 5 * MiB;
+        const chunk = 3 * MiB;
+        const data = randomBytes(n);
+        const created = await send('POST', contentsUrl(owner), { ...auth, 'content-range': `bytes 0-${chunk - 1}/${n}` }, data.subarray(0, chunk));
+        const { id } = JSON.parse(created.body.toString());
+        for (let a = chunk; a < n - chunk; a += chunk) {
+          const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${a + chunk - 1}/${n}` }, data.subarray(a, a + chunk));
+          expect(r.status).toBe(200);
+        }
+        // part 1 is covered and assembled: only the piece that part 2 needs is left
+        expect(await staged(id)).toEqual([`${21 * chunk}-${22 * chunk - 1}`]);
+        const last = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${n - chunk}-${n - 1}/${n}` }, data.subarray(n - chunk));
+        expect(last.status).toBe(201);
+        expect(await staged(id)).toEqual([]);
+        const back = await send('GET', contentsUrl(owner, id), auth);
+        expect(sha256(back.body)).toBe(sha256(data));
+      } finally {
+        s3.destroy();
+      }
     });
 
     it('accepts a part re-sent after the first attempt was cut off', async () => {

@@ -9,7 +9,8 @@ import { ObjectStore } from '../src/store/ObjectStore';
 import { UploadLedger } from '../src/store/UploadLedger';
 import { UploadSweeper } from '../src/sweeper/UploadSweeper';
 import { PartAssembler } from '../src/uploads/PartAssembler';
-import { UploadService, stagingPrefix } from '../src/uploads/UploadService';
+import { stagingPrefix } from '../src/store/UploadLedger';
+import { UploadService } from '../src/uploads/UploadService';
 
 /** The expiry sweeper against real FerretDB/MongoDB and S3, with a clock the test moves. */
 describe('upload sweeper', () => {

@@ -5,6 +5,7 @@ import {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
+  DeleteObjectsCommand,
   ListObjectsV2Command,
   GetObjectCommand,
   HeadBucketCommand,
@@ -170,17 +171,29 @@ export class ObjectStore {
     await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
   }
 
+  /** Deletes objects, up to 1,000 per request. Keys that do not exist are not an error. */
+  async deleteMany(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      if (batch.length === 1) {
+        await this.delete(batch[0]!);
+        continue;
+      }
+      const out = await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
+      const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
+      if (failed.length > 0) throw new Error(`S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`);
+    }
+  }
+
   /** Deletes every object under a prefix (staged pieces of one content). */
   async deletePrefix(prefix: string): Promise<number> {
     let deleted = 0;
     let token: string | undefined;
     do {
       const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
-      for (const object of page.Contents ?? []) {
-        if (!object.Key) continue;
-        await this.delete(object.Key);
-        deleted++;
-      }
+      const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
+      await this.deleteMany(keys);
+      deleted += keys.length;
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return deleted;

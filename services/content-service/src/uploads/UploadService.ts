@@ -7,7 +7,7 @@ import type { ContentRecord, ContentRepository } from '../store/ContentRepositor
 import { LedgerCommits, type LedgerView } from '../store/LedgerCommits';
 import type { Locks } from '../store/Locks';
 import { isNotFound, type ObjectStore } from '../store/ObjectStore';
-import { emptyUploadState, type PartRanges, type Piece, type UploadLedger, type UploadState } from '../store/UploadLedger';
+import { emptyUploadState, stagedKey, stagingPrefix, type PartRanges, type Piece, type UploadLedger, type UploadState } from '../store/UploadLedger';
 import { classifyRange, covers, mergeRanges, type ByteRange } from './ByteRanges';
 import { exactBody, pipeInto } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
@@ -196,7 +196,7 @@ export class UploadService {
       etag = await this.objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
       piece = { ...wanted, kind: 'part', key: null, sha256: null };
     } else {
-      const key = `${stagingPrefix(id)}${wanted.a}-${wanted.b}.${randomBytes(6).toString('hex')}`;
+      const key = stagedKey(id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
       const hashing = new HashingStream();
       await this.objects.putObject(key, pipeInto(exactBody(body, length), hashing), length, 'application/octet-stream');
       piece = { ...wanted, kind: 'staged', key, sha256: hashing.digest };
@@ -225,11 +225,12 @@ export class UploadService {
           if (k !== null) part.stored = true;
         }
         if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: length };
+        const namesTotal = total !== null && record.total === null && state.total === null;
         if (record.total === null) state.total = total;
-        state.lastByte = Math.max(state.lastByte, wanted.b);
+        if (advancesLastByte(state, total, wanted.b)) state.lastByte = wanted.b;
         // Naming the total may have made the final part complete, whoever sent its bytes.
         const candidates = new Set(touched);
-        if (total !== null) candidates.add(PartGrid.partCount(total));
+        if (namesTotal) candidates.add(PartGrid.partCount(total));
         const work = await this.claimWork(view, total, [...candidates], now);
         return { ...work, replaced };
       });
@@ -324,20 +325,32 @@ export class UploadService {
         view.state.parts[partKey(assembly.k)] = result;
         return this.claimCompletion(view.state, record.total ?? view.state.total, this.clock());
       });
-      await this.dropAssembledPieces(record._id, assembly.pieces);
+      await this.dropAssembledPieces(record._id, assembly.k, assembly.pieces);
     }
     if (!complete) return false;
     await this.complete(record, work.total ?? (await this.ledger.state(record._id)).total!);
     return true;
   }
 
-  /** Deletes staged objects whose every grid part is now stored. */
-  private async dropAssembledPieces(id: string, pieces: Piece[]): Promise<void> {
+  /**
+   * Deletes the staged objects of part k's pieces now that k is stored, except those that also hold
+   * bytes of a neighbouring part not stored yet (that part's assembly still reads them).
+   */
+  private async dropAssembledPieces(id: string, k: number, pieces: Piece[]): Promise<void> {
+    const neighbours = new Map<number, boolean>();
+    const storedPart = async (n: number) => {
+      if (n === k) return true;
+      if (!neighbours.has(n)) neighbours.set(n, (await this.ledger.part(id, n)).stored);
+      return neighbours.get(n)!;
+    };
+    const keys: string[] = [];
     for (const piece of pieces) {
       if (!piece.key) continue;
-      const parts = await Promise.all(partsTouched(piece).map((k) => this.ledger.part(id, k)));
-      if (parts.every((p) => p.stored)) await this.objects.delete(piece.key).catch(() => undefined);
+      let all = true;
+      for (const n of partsTouched(piece)) all &&= await storedPart(n);
+      if (all) keys.push(piece.key);
     }
+    await this.objects.deleteMany(keys).catch(() => undefined);
   }
 
   /** A write to a finished content is a harmless retry when its bytes are the stored ones. */
@@ -461,15 +474,22 @@ function lockName(id: string): string {
   return `content:${id}`;
 }
 
+/**
+ * Whether the state's last byte moves to `b`. While the total is unknown it is exact (it decides
+ * whether a total named later contradicts received bytes); once the total is known it only bounds
+ * which grid parts have bytes, so it moves only into a new part, and most pieces leave the state
+ * document unwritten.
+ */
+function advancesLastByte(state: UploadState, total: number | null, b: number): boolean {
+  if (b <= state.lastByte) return false;
+  return total === null || state.lastByte < 0 || PartGrid.partNumberAt(b) > PartGrid.partNumberAt(state.lastByte);
+}
+
 /** The grid parts a range has bytes in. */
 function partsTouched(r: ByteRange): number[] {
   const out: number[] = [];
   for (let k = PartGrid.partNumberAt(r.a); k <= PartGrid.partNumberAt(r.b); k++) out.push(k);
   return out;
-}
-
-export function stagingPrefix(id: string): string {
-  return `staging/${id}/`;
 }
 
 function totalConflict(stored: number, given: number): ServiceError {
