@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { open, rename, stat, readFile, writeFile, rm } from 'node:fs/promises';
+import { mkdtemp, open, rename, stat, readFile, writeFile, rm, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { certificateDer, checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 import { ApiError, IntegrityError, TransportError } from './errors';
@@ -50,6 +52,8 @@ export interface UploadOptions {
 export interface StreamUploadOptions extends UploadOptions {
   /** The stream's length when known beforehand; otherwise parts go as `bytes a-b/*` until the end. */
   size?: number;
+  /** Where parts wait on disk until they are sent (default: the system's temporary directory). */
+  spoolDir?: string;
 }
 
 export interface DownloadOptions {
@@ -195,25 +199,36 @@ export class ContentClient {
 
   /**
    * Uploads a stream (stdin, a pipe, a generated body) whose length may be unknown; returns the
-   * content id. Parts are read into memory one at a time as a slot frees up, so memory is about
-   * (concurrency + 1) × part size. Until the end is seen parts go as `bytes a-b/*`; the last one
-   * names the total. With `resume`, the stream must replay the same bytes from the start: parts
-   * the service already holds are read and skipped.
+   * content id. Parts are read as a slot frees up and spooled to a temporary directory (`spoolDir`,
+   * default the system's), each deleted once sent: memory stays at a few MiB whatever the part
+   * size, the disk holds up to (concurrency + 1) parts. Until the end is seen parts go as
+   * `bytes a-b/*`; the last one names the total. With `resume`, the stream must replay the same
+   * bytes from the start: parts the service already holds are read and skipped.
    */
   async uploadStream(source: AsyncIterable<Uint8Array>, opts: StreamUploadOptions): Promise<string> {
+    const spool = await mkdtemp(join(opts.spoolDir ?? tmpdir(), 'content-upload-'));
+    try {
+      return await this.uploadSpooled(source, spool, opts);
+    } finally {
+      await rm(spool, { recursive: true, force: true });
+    }
+  }
+
+  private async uploadSpooled(source: AsyncIterable<Uint8Array>, spool: string, opts: StreamUploadOptions): Promise<string> {
     const contentHeaders: Record<string, string> = { 'content-type': opts.contentType ?? 'application/octet-stream' };
     const known = opts.size ?? null;
-    const parts = fixedSizeParts(source, this.partSize);
+    const parts = spooledParts(source, this.partSize, spool);
+    const bodyOf = (p: SpooledPart) => () => createReadStream(p.path, { highWaterMark: 1024 * 1024 });
     let done = 0;
     let total: number | null = known;
     const advance = (bytes: number) => {
       done += bytes;
       opts.onProgress?.({ done, total });
     };
-    const rangeOf = (p: StreamPart) => `bytes ${p.start}-${p.start + p.data.length - 1}/${p.last ? p.start + p.data.length : (known ?? '*')}`;
-    const checkLength = (p: StreamPart) => {
+    const rangeOf = (p: SpooledPart) => `bytes ${p.start}-${p.start + p.length - 1}/${p.last ? p.start + p.length : (known ?? '*')}`;
+    const checkLength = (p: SpooledPart) => {
       if (!p.last) return;
-      total = p.start + p.data.length;
+      total = p.start + p.length;
       if (known !== null && known !== total) throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
     };
 
@@ -245,12 +260,13 @@ export class ContentClient {
         method: 'POST',
         url: this.url(`/v1/${opts.owner}/contents`),
         headers: { ...contentHeaders, 'content-range': rangeOf(p) },
-        body: () => p.data,
-        contentLength: p.data.length,
+        body: bodyOf(p),
+        contentLength: p.length,
         signal: opts.signal,
       });
+      await rm(p.path, { force: true });
       id = (JSON.parse(res.text) as { id: string }).id;
-      advance(p.data.length);
+      advance(p.length);
       if (p.last) return id;
     }
     opts.onContentId?.(id);
@@ -264,18 +280,19 @@ export class ContentClient {
           const p = next.value;
           try {
             checkLength(p);
-            const end = p.start + p.data.length - 1;
+            const end = p.start + p.length - 1;
             if (!received.some((r) => r.start <= p.start && r.end >= end)) {
               await this.call({
                 method: 'PUT',
                 url: this.url(`/v1/${opts.owner}/contents/${contentId}`),
                 headers: { 'content-range': rangeOf(p) },
-                body: () => p.data,
-                contentLength: p.data.length,
+                body: bodyOf(p),
+                contentLength: p.length,
                 signal: opts.signal,
               });
             }
-            advance(p.data.length);
+            await rm(p.path, { force: true });
+            advance(p.length);
           } catch (error) {
             failed ??= error;
           }
@@ -463,43 +480,64 @@ async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise
   if (failed !== null) throw failed;
 }
 
-interface StreamPart {
+export interface SpooledPart {
   start: number;
-  data: Buffer;
+  length: number;
+  /** The file holding the part's bytes; the consumer deletes it once the part is sent. */
+  path: string;
   /** No byte follows this part. */
   last: boolean;
 }
 
 /**
- * Cuts a stream into `size`-byte parts. A full part is held back until the next byte (or the end)
- * shows whether it is the last, so the last part can name the total.
+ * Cuts a stream into `size`-byte parts, each written to its own file in `dir` as it arrives, so
+ * that memory does not grow with the part size and a part can be sent again on a retry. A full
+ * part is held back until the next byte (or the end) shows whether it is the last, so the last
+ * part can name the total. An empty stream yields nothing.
  */
-export async function* fixedSizeParts(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<StreamPart, void, undefined> {
-  let pending: Buffer[] = [];
-  let pendingLength = 0;
+export async function* spooledParts(source: AsyncIterable<Uint8Array>, size: number, dir: string): AsyncGenerator<SpooledPart, void, undefined> {
+  let count = 0;
   let offset = 0;
-  let full: Buffer | null = null;
-  for await (const chunk of source) {
-    let rest = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    while (rest.length > 0) {
-      if (full !== null) {
-        yield { start: offset, data: full, last: false };
-        offset += full.length;
-        full = null;
-      }
-      const take = Math.min(size - pendingLength, rest.length);
-      pending.push(rest.subarray(0, take));
-      pendingLength += take;
-      rest = rest.subarray(take);
-      if (pendingLength === size) {
-        full = Buffer.concat(pending, size);
-        pending = [];
-        pendingLength = 0;
+  let current: { path: string; file: FileHandle; length: number } | null = null;
+  let full: Omit<SpooledPart, 'last'> | null = null;
+  try {
+    for await (const chunk of source) {
+      let rest = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      while (rest.length > 0) {
+        if (full !== null) {
+          yield { ...full, last: false };
+          offset += full.length;
+          full = null;
+        }
+        if (current === null) {
+          const path = join(dir, `part-${count++}`);
+          current = { path, file: await open(path, 'w'), length: 0 };
+        }
+        const take = Math.min(size - current.length, rest.length);
+        await writeAll(current.file, rest.subarray(0, take));
+        current.length += take;
+        rest = rest.subarray(take);
+        if (current.length === size) {
+          await current.file.close();
+          full = { start: offset, length: size, path: current.path };
+          current = null;
+        }
       }
     }
+    if (full !== null) yield { ...full, last: true };
+    else if (current !== null) {
+      await current.file.close();
+      const { path, length } = current;
+      current = null;
+      yield { start: offset, length, path, last: true };
+    }
+  } finally {
+    await current?.file.close().catch(() => undefined);
   }
-  if (full !== null) yield { start: offset, data: full, last: true };
-  else if (pendingLength > 0) yield { start: offset, data: Buffer.concat(pending, pendingLength), last: true };
+}
+
+async function writeAll(file: FileHandle, data: Buffer): Promise<void> {
+  for (let written = 0; written < data.length; ) written += (await file.write(data, written)).bytesWritten;
 }
 
 async function fileSha256(path: string): Promise<string> {

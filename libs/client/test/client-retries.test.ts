@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
-import { ApiError, ContentClient, fixedSizeParts, type Credentials } from '../src';
+import { ApiError, ContentClient, spooledParts, type Credentials } from '../src';
 import { FakeContentApi } from './support/FakeContentApi';
 
 const PART = 64 * 1024;
@@ -165,8 +166,11 @@ describe('the client against a service that fails in exact ways', () => {
       const data = randomBytes(size);
       const chunks = Array.from({ length: Math.ceil(size / 1000) }, (_, i) => data.subarray(i * 1000, (i + 1) * 1000));
       const progress: (number | null)[] = [];
-      const id = await client().uploadStream(Readable.from(chunks), { owner: OWNER, concurrency: 2, onProgress: (p) => progress.push(p.total) });
+      const spoolDir = mkdtempSync(join(dir, 'spool-'));
+      const id = await client().uploadStream(Readable.from(chunks), { owner: OWNER, concurrency: 2, spoolDir, onProgress: (p) => progress.push(p.total) });
       expect(api.bytesOf(id).equals(data)).toBe(true);
+      // the parts waited on disk, and nothing of them is left
+      expect(await readdir(spoolDir)).toEqual([]);
       const ranges = api.seen.filter((s) => s.method === 'POST' || s.method === 'PUT').map((s) => s.range);
       if (size === 0) expect(ranges).toEqual([undefined]);
       else {
@@ -181,27 +185,41 @@ describe('the client against a service that fails in exact ways', () => {
 
   it('refuses a stream whose length differs from the one announced', async () => {
     const data = randomBytes(2 * PART + 1);
-    await expect(client().uploadStream(Readable.from([data]), { owner: OWNER, size: 2 * PART })).rejects.toMatchObject({ name: 'IntegrityError' });
+    const spoolDir = mkdtempSync(join(dir, 'spool-'));
+    await expect(client().uploadStream(Readable.from([data]), { owner: OWNER, size: 2 * PART, spoolDir })).rejects.toMatchObject({ name: 'IntegrityError' });
+    expect(await readdir(spoolDir)).toEqual([]);
   });
 });
 
 describe('cutting a stream into parts', () => {
-  it('gives parts of the part size (the last shorter) that concatenate to the stream, only the last marked last', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 20 }), fc.integer({ min: 1, max: 200 }), async (sizes, size) => {
-        const chunks = sizes.map((n) => randomBytes(n));
-        const whole = Buffer.concat(chunks);
-        const parts = [];
-        for await (const p of fixedSizeParts(Readable.from(chunks), size)) parts.push(p);
-        expect(Buffer.concat(parts.map((p) => p.data)).equals(whole)).toBe(true);
-        parts.forEach((p, i) => {
-          expect(p.start).toBe(i * size);
-          expect(p.last).toBe(i === parts.length - 1);
-          if (!p.last) expect(p.data.length).toBe(size);
-          else expect(p.data.length).toBeGreaterThan(0);
-        });
-        expect(parts.length).toBe(Math.ceil(whole.length / size));
-      }),
-    );
+  it('gives parts of the part size (the last shorter) in files that concatenate to the stream, only the last marked last', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'spool-test-'));
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 20 }), fc.integer({ min: 1, max: 200 }), async (sizes, size) => {
+          const chunks = sizes.map((n) => randomBytes(n));
+          const whole = Buffer.concat(chunks);
+          const parts = [];
+          const contents: Buffer[] = [];
+          for await (const p of spooledParts(Readable.from(chunks), size, dir)) {
+            parts.push(p);
+            contents.push(await readFile(p.path));
+            await rm(p.path);
+          }
+          expect(Buffer.concat(contents).equals(whole)).toBe(true);
+          parts.forEach((p, i) => {
+            expect(p.start).toBe(i * size);
+            expect(p.length).toBe(contents[i]!.length);
+            expect(p.last).toBe(i === parts.length - 1);
+            if (!p.last) expect(p.length).toBe(size);
+            else expect(p.length).toBeGreaterThan(0);
+          });
+          expect(parts.length).toBe(Math.ceil(whole.length / size));
+          expect(await readdir(dir)).toEqual([]);
+        }),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
