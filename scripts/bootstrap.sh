@@ -1,20 +1,60 @@
 #!/usr/bin/env bash
-# Makes a fresh machine able to build and run the project: Node.js ≥ 20.19, pnpm, the workspace's
-# packages and its build output. Sourced by start.sh and test.sh.
+# Makes a fresh machine able to build and run the project: Node.js ≥ 22, pnpm, the workspace's
+# packages and its build output. Sourced by start.sh, test.sh and .ci/run, so that the Node.js and
+# pnpm it finds or installs are first on PATH for what follows.
+#
+# When the machine has no Node.js 22 or newer, a pinned Node.js 24 (LTS) is fetched once from the
+# npm registry (package node-linux-<arch>, checked against its SHA-256) into
+# ~/.cache/content-platform/node-v<version>; likewise pnpm when it is missing. Nothing is installed
+# system-wide.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+CP_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/content-platform
+NODE_PINNED=24.21.0
+PNPM_PINNED=10.34.9
 
-if ! command -v node >/dev/null 2>&1 || ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=19)?0:1)'; then
-  echo "bootstrap: Node.js 20.19 or newer is needed (found: $(node --version 2>/dev/null || echo none))." >&2
-  echo "bootstrap: trying Debian's nodejs package; if it is older, install a current Node.js and run again." >&2
-  as_root apt-get update -qq && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq nodejs npm >/dev/null
-  node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=19)?0:1)' || { echo "bootstrap: $(node --version) is too old" >&2; exit 1; }
+# fetch <url> <sha256> <file>
+fetch_checked() {
+  curl -fsSL --retry 3 "$1" -o "$3"
+  echo "$2  $3" | sha256sum -c --quiet - || { echo "bootstrap: $1 does not have the expected SHA-256" >&2; return 1; }
+}
+
+node_ok() { command -v node >/dev/null 2>&1 && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' 2>/dev/null; }
+
+if ! node_ok; then
+  node_home="$CP_CACHE/node-v$NODE_PINNED"
+  if [ ! -x "$node_home/bin/node" ]; then
+    case "$(uname -m)" in
+      x86_64 | amd64) arch=x64 sum=61ecf27ad70afee991b671c28561eb497028294a67d132f9bbaac9ad73f81d3b ;;
+      aarch64 | arm64) arch=arm64 sum=fba3076c16d21e5d814577436bdcb782b9b66bed09c6fa8278298e8933288bbb ;;
+      *) echo "bootstrap: no pinned Node.js for $(uname -m); install Node.js 22 or newer and run again" >&2; exit 1 ;;
+    esac
+    echo "bootstrap: Node.js 22 or newer is needed (found: $(node --version 2>/dev/null || echo none)); fetching Node.js $NODE_PINNED into $node_home" >&2
+    tmp=$(mktemp -d)
+    fetch_checked "https://registry.npmjs.org/node-linux-$arch/-/node-linux-$arch-$NODE_PINNED.tgz" "$sum" "$tmp/node.tgz"
+    mkdir -p "$tmp/node" && tar xzf "$tmp/node.tgz" -C "$tmp/node" --strip-components=1 package/bin/node package/LICENSE
+    mkdir -p "$CP_CACHE" && rm -rf "$node_home" && mv "$tmp/node" "$node_home"
+    rm -rf "$tmp"
+  fi
+  export PATH="$node_home/bin:$PATH"
+  node_ok || { echo "bootstrap: $node_home/bin/node does not run here" >&2; exit 1; }
 fi
+
 if ! command -v pnpm >/dev/null 2>&1; then
-  echo "bootstrap: installing pnpm" >&2
-  npm install -g pnpm@10 >/dev/null 2>&1 || as_root npm install -g pnpm@10 >/dev/null
+  pnpm_home="$CP_CACHE/pnpm-$PNPM_PINNED"
+  if [ ! -x "$pnpm_home/bin/pnpm" ]; then
+    echo "bootstrap: installing pnpm $PNPM_PINNED into $pnpm_home" >&2
+    tmp=$(mktemp -d)
+    fetch_checked "https://registry.npmjs.org/pnpm/-/pnpm-$PNPM_PINNED.tgz" 7e8a946108e7baab119e51d27c24d6178b46545422643dbc91e34e2f1ee32e0f "$tmp/pnpm.tgz"
+    mkdir -p "$tmp/pnpm" && tar xzf "$tmp/pnpm.tgz" -C "$tmp/pnpm" --strip-components=1
+    mkdir -p "$tmp/pnpm/shim" && printf '#!/bin/sh\nexec node "%s/lib/bin/pnpm.cjs" "$@"\n' "$pnpm_home" > "$tmp/pnpm/shim/pnpm" && chmod +x "$tmp/pnpm/shim/pnpm"
+    mkdir -p "$pnpm_home" && rm -rf "$pnpm_home/lib" "$pnpm_home/bin"
+    mv "$tmp/pnpm/shim" "$pnpm_home/bin" && rm -rf "$tmp/pnpm/shim" && mv "$tmp/pnpm" "$pnpm_home/lib"
+    rm -rf "$tmp"
+  fi
+  export PATH="$pnpm_home/bin:$PATH"
 fi
+
 pnpm install --frozen-lockfile --reporter=silent
 pnpm --silent build
