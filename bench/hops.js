@@ -1,13 +1,13 @@
 // Where download time goes: 1 GiB read in 64 MiB ranges, 4 in flight, through the gateway and
 // straight from the content-service, with the CPU seconds each process spent on it.
-//   pnpm bench hops          (PROF=1 also writes CPU profiles of the content-service and the gateway under /tmp/prof)
+//   pnpm bench hops          (CP_BENCH_PROFILE=<dir> also writes CPU profiles of the content-service and the gateway)
 const { randomBytes, randomUUID } = require('node:crypto');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 (async () => {
   ensureBackingServers();
-  const stack = await startStack({ prefix: `probe${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' }, contentNodeArgs: process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof/content'] : [], gatewayNodeArgs: process.env.PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof/gateway'] : [] });
+  const stack = await startStack({ prefix: `probe${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' } });
   const content = stack.services.find((s) => s.name === 'content-service');
   try {
     const P = 64 * MiB, total = 16 * P, part = randomBytes(P), owner = randomUUID();
@@ -19,7 +19,7 @@ const { purgeStackData } = require('../scripts/purge');
     const fs = require('node:fs');
     const cpu = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) / 100; };
     const pids = Object.fromEntries(stack.services.map((s) => [s.name, s.pid]));
-    const vgw = Number(require('node:child_process').execSync('pgrep -f versitygw').toString().trim().split('\n')[0]);
+    const vgw = Number(require('node:child_process').execSync('pgrep -x versitygw').toString().trim().split('\n')[0]);
     pids.versitygw = vgw; pids.bench = process.pid;
     for (const [name, base] of [['gateway', stack.gatewayUrl], ['content', content.url], ['gateway', stack.gatewayUrl], ['content', content.url]]) {
       const before = Object.fromEntries(Object.entries(pids).map(([n, p]) => [n, cpu(p)]));
