@@ -106,12 +106,18 @@ describe('contents through the gateway', () => {
     expect(got.body.equals(data)).toBe(true);
   });
 
-  it('stores an empty content and serves it whole', async () => {
+  it('stores an empty content, serves it whole, and answers any Range of it with 416 bytes */0', async () => {
     const created = await postPart(owner, token, new Uint8Array(0), null);
     expect(created.status).toBe(201);
     const got = await download(owner, created.json().id, token);
     expect(got.status).toBe(200);
     expect(got.headers.get('content-length')).toBe('0');
+    for (const range of ['bytes=0-1048575', 'bytes=0-', 'bytes=-5', 'bytes 0-0/0']) {
+      const ranged = await download(owner, created.json().id, token, range);
+      expect(ranged.status).toBe(416);
+      expect(ranged.headers.get('content-range')).toBe('bytes */0');
+      expect(ranged.json().id).toBe('urn:error:contents:rangeNotSatisfiable');
+    }
   });
 
   it('answers exactly one 201 when the last two parts race, 50 times over', async () => {

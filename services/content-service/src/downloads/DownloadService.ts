@@ -44,13 +44,13 @@ export class DownloadService {
     }
     const ready = record as ReadyContent;
     const total = ready.total;
-    if (range === null || total === 0) {
-      // An empty content has no satisfiable range; it is answered whole (RFC 9110 lets a server ignore Range).
+    if (range === null) {
       return { record: ready, status: 200, range: total === 0 ? null : { start: 0, end: total - 1 }, withContentRange: false };
     }
+    // An empty content has no byte to start a range at: any Range is one that starts at or past the end.
     const resolved = resolveRange(range, total);
     if (!resolved.satisfiable) {
-      throw new ServiceError(416, 'rangeNotSatisfiable', `the content has ${total} bytes; the range starts past its end`, {
+      throw new ServiceError(416, 'rangeNotSatisfiable', total === 0 ? 'the content is empty: no range of it can be served; GET it without Range' : `the content has ${total} bytes; the range starts past its end`, {
         headers: { 'Content-Range': `bytes */${total}` },
       });
     }
