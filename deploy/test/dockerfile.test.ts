@@ -117,6 +117,9 @@ describe('deploy/Dockerfile', () => {
     const cmd = runtime.steps.filter((s) => s.keyword === 'CMD');
     expect(cmd).toHaveLength(1);
     expect(JSON.parse(cmd[0]!.args)).toEqual(['node', 'dist/main.js']);
+    // the small young generation that keeps a streaming service's memory flat
+    const env = runtime.steps.filter((s) => s.keyword === 'ENV').map((s) => s.raw).join('\n');
+    expect(env).toMatch(/NODE_OPTIONS=--max-semi-space-size=2\b/);
     expect(runtime.steps.some((s) => s.keyword === 'ENTRYPOINT')).toBe(false);
   });
 
