@@ -199,6 +199,40 @@ describe('certificate sign-in refusals', () => {
     });
   });
 
+  describe('operators take access away with the admin command line', () => {
+    it('a revoked api key signs nobody in; revoking an unknown key exits 3', async () => {
+      const key = await newApiKey();
+      expect(await admin('apikey', 'revoke', '--key', key)).toBe('api key revoked\n');
+      const res = await authenticate(chain(user), { apiKey: key });
+      expect(res.status).toBe(403);
+      expect(res.json().Code).toBe('InvalidApiKey');
+      await expect(admin('apikey', 'revoke', '--key', key)).rejects.toMatchObject({ code: 3 });
+    });
+
+    it('a removed certificate no longer signs in', async () => {
+      const leaving = pki.issue('leaving-user', intermediate);
+      await registerUser(leaving);
+      expect((await authenticate(chain(leaving), { apiKey })).status).toBe(200);
+      // as `user show` prints it, colons and lower case included
+      const shown = leaving.thumbprint.toLowerCase().match(/../g)!.join(':');
+      expect(await admin('cert', 'remove', '--thumbprint', shown)).toBe(`certificate ${leaving.thumbprint} removed\n`);
+      const res = await authenticate(chain(leaving), { apiKey });
+      expect(res.status).toBe(403);
+      expect(res.json().Code).toBe('UnknownCertificate');
+      await expect(admin('cert', 'remove', '--thumbprint', leaving.thumbprint)).rejects.toMatchObject({ code: 3 });
+      await expect(admin('cert', 'remove', '--thumbprint', 'not-a-thumbprint')).rejects.toMatchObject({ code: 2 });
+    });
+
+    it('a removed CA leaves the trust list', async () => {
+      const other = pki.root('Retired Root CA');
+      await admin('trust', 'add', '--cert', other.certPath);
+      expect(await admin('trust', 'list')).toContain(other.thumbprint);
+      expect(await admin('trust', 'remove', '--thumbprint', other.thumbprint)).toBe(`trusted certificate ${other.thumbprint} removed\n`);
+      expect(await admin('trust', 'list')).not.toContain(other.thumbprint);
+      await expect(admin('trust', 'remove', '--thumbprint', other.thumbprint)).rejects.toMatchObject({ code: 3 });
+    });
+  });
+
   it('never routes the internal endpoints through the gateway', async () => {
     const { gatewayUrl } = testStack();
     for (const path of ['/internal/sessions/validate', '/sessions/v5.13/internal/sessions', '/auth/v5.13/internal/api-keys/verify']) {

@@ -14,14 +14,20 @@ import { ThumbprintTaken, UserRegistry } from '../store/UserRegistry';
 const USAGE = `usage:
   admin user add --user <uuid> --owner <uuid> [--owner <uuid> ...] [--cert <pem file> ...]
   admin user show --user <uuid>
+  admin cert remove --thumbprint <sha-1 hex>    a user's certificate no longer signs in
   admin apikey create [--label <text>]          prints the new key (shown once)
+  admin apikey revoke --key <api key>
   admin trust add --cert <ca pem file>          self-signed: a trusted root; otherwise a known intermediate
   admin trust list
+  admin trust remove --thumbprint <sha-1 hex>
+running auth-service replicas see a revoked api key or a removed CA within 30 s (their caches)
 environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-auth)`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 class UsageError extends Error {}
+/** The thing to remove does not exist (exit code 3). */
+class NotFound extends Error {}
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -32,6 +38,8 @@ async function main(argv: string[]): Promise<void> {
       owner: { type: 'string', multiple: true },
       cert: { type: 'string', multiple: true },
       label: { type: 'string' },
+      key: { type: 'string' },
+      thumbprint: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -79,6 +87,24 @@ async function main(argv: string[]): Promise<void> {
         process.stdout.write(`${JSON.stringify({ user: user._id, owners: user.owners, certificates: certs.map((c) => ({ thumbprint: c._id, subject: c.subject, notAfter: c.notAfter })) }, null, 2)}\n`);
         break;
       }
+      case 'cert remove': {
+        const thumbprint = requireThumbprint(values.thumbprint);
+        if (!(await new UserRegistry(db).removeCertificate(thumbprint))) throw new NotFound(`no certificate ${thumbprint} is registered`);
+        process.stdout.write(`certificate ${thumbprint} removed\n`);
+        break;
+      }
+      case 'apikey revoke': {
+        if (!values.key?.trim()) throw new UsageError('apikey revoke needs --key <api key>');
+        if (!(await new ApiKeyStore(db).revoke(values.key))) throw new NotFound('no such api key');
+        process.stdout.write('api key revoked\n');
+        break;
+      }
+      case 'trust remove': {
+        const thumbprint = requireThumbprint(values.thumbprint);
+        if (!(await new TrustStore(db).remove(thumbprint))) throw new NotFound(`no trusted certificate ${thumbprint}`);
+        process.stdout.write(`trusted certificate ${thumbprint} removed\n`);
+        break;
+      }
       case 'apikey create': {
         process.stdout.write(`${await new ApiKeyStore(db).create(values.label ?? '', now)}\n`);
         break;
@@ -106,6 +132,13 @@ async function main(argv: string[]): Promise<void> {
   } finally {
     await mongo.close();
   }
+}
+
+/** A SHA-1 thumbprint as `user show` and `trust list` print it (colons and case do not matter). */
+function requireThumbprint(value: string | undefined): string {
+  const hex = (value ?? '').replace(/:/g, '').toUpperCase();
+  if (!/^[0-9A-F]{40}$/.test(hex)) throw new UsageError('--thumbprint must be a SHA-1 thumbprint (40 hex digits)');
+  return hex;
 }
 
 function requireUuid(value: string | undefined, flag: string): string {
@@ -139,7 +172,7 @@ async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  const message = error instanceof UsageError || error instanceof ThumbprintTaken ? error.message : String((error as Error)?.stack ?? error);
+  const message = error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound ? error.message : String((error as Error)?.stack ?? error);
   process.stderr.write(`admin: ${message}\n`);
-  process.exit(error instanceof UsageError ? 2 : 1);
+  process.exit(error instanceof UsageError ? 2 : error instanceof NotFound ? 3 : 1);
 });

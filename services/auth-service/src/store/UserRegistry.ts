@@ -63,4 +63,9 @@ export class UserRegistry {
       throw new ThumbprintTaken(`certificate ${doc._id} is registered to another user`);
     }
   }
+
+  /** Unregisters a certificate: it no longer signs anyone in. True when it was registered. */
+  async removeCertificate(thumbprint: string): Promise<boolean> {
+    return (await this.certificates.deleteOne({ _id: thumbprint.toUpperCase() })).deletedCount === 1;
+  }
 }
