@@ -3,38 +3,13 @@ import { request, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { P, rangeOf, sha256 } from './support/http';
+import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
 import { testStack, tokenFor } from './support/stack';
-
-// scripts/stack.js is plain CommonJS shared with the dev tooling.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { startService } = require('../scripts/stack') as {
-  startService: (name: string, opts: { port?: number; env: Record<string, string>; logDir: string }) => Promise<ServiceHandle>;
-};
-
-interface ServiceHandle {
-  url: string;
-  port: number;
-  pid: number;
-  logFile: string;
-  exited: Promise<number | string>;
-  stop: (signal?: NodeJS.Signals) => Promise<number | string>;
-}
 
 /** Settings of a content-service replica sharing the test stack's database and bucket. */
 function replicaEnv(): Record<string, string> {
-  const stack = testStack();
-  return {
-    ...stack.backing,
-    LOG_LEVEL: 'info',
-    MONGODB_DATABASE: `${stack.prefix}-content`,
-    S3_BUCKET: `${stack.prefix}-contents`,
-    S3_CREATE_BUCKET: 'true',
-    JWT_ISSUER: 'content-platform-dev',
-    JWT_JWKS_FILE: join(stack.keysDir, 'jwks.json'),
-    // Long enough that the grace period is never what lets the part finish in this test.
-    SHUTDOWN_GRACE_MS: '300000',
-    SWEEP_INTERVAL_SECONDS: '3600',
-  };
+  // Long enough that the grace period is never what lets the part finish in this test.
+  return contentReplicaEnv({ SHUTDOWN_GRACE_MS: '300000' });
 }
 
 /** Resolves true when a TCP connection to the port is refused, false when one is accepted. */

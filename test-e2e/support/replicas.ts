@@ -1,0 +1,34 @@
+// Extra replicas of a service, started beside the test stack and sharing its database and bucket.
+import { join } from 'node:path';
+import { testStack } from './stack';
+
+export interface ServiceHandle {
+  url: string;
+  port: number;
+  pid: number;
+  logFile: string;
+  exited: Promise<number | string>;
+  stop: (signal?: NodeJS.Signals) => Promise<number | string>;
+}
+
+// scripts/stack.js is plain CommonJS shared with the dev tooling.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+export const { startService } = require('../../scripts/stack') as {
+  startService: (name: string, opts: { port?: number; env: Record<string, string>; logDir: string }) => Promise<ServiceHandle>;
+};
+
+/** Settings of a content-service replica sharing the test stack's database and bucket. */
+export function contentReplicaEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const stack = testStack();
+  return {
+    ...stack.backing,
+    LOG_LEVEL: 'info',
+    MONGODB_DATABASE: `${stack.prefix}-content`,
+    S3_BUCKET: `${stack.prefix}-contents`,
+    S3_CREATE_BUCKET: 'true',
+    JWT_ISSUER: 'content-platform-dev',
+    JWT_JWKS_FILE: join(stack.keysDir, 'jwks.json'),
+    SWEEP_INTERVAL_SECONDS: '3600',
+    ...extra,
+  };
+}
