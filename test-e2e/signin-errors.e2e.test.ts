@@ -1,9 +1,9 @@
 // Every status and Code of sign-in and refresh that a client can provoke, through the gateway.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
-import { call } from './support/http';
+import { call, contentsUrl } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
-import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, signIn } from './support/signin';
+import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, sessionsAdmin, sidHeaders, signIn } from './support/signin';
 import { testStack } from './support/stack';
 
 const DAY = 24 * 3600 * 1000;
@@ -221,6 +221,23 @@ describe('certificate sign-in refusals', () => {
       expect(res.json().Code).toBe('UnknownCertificate');
       await expect(admin('cert', 'remove', '--thumbprint', leaving.thumbprint)).rejects.toMatchObject({ code: 3 });
       await expect(admin('cert', 'remove', '--thumbprint', 'not-a-thumbprint')).rejects.toMatchObject({ code: 2 });
+    });
+
+    it("revoking a user's sessions stops every sid and refresh token of theirs at once", async () => {
+      const person = pki.issue('revoked-sessions-user', intermediate);
+      const { userId, owners } = await registerUser(person);
+      const pairs = [await signIn(person, apiKey, chain(person)), await signIn(person, apiKey, chain(person))];
+      const probe = (sid: string) => call(contentsUrl(owners[0]!, randomUUID()), { headers: sidHeaders(sid) });
+      for (const p of pairs) expect((await probe(p.Sid)).status).toBe(404); // signed in; the content does not exist
+      expect(await sessionsAdmin('revoke', '--user', userId)).toBe(`revoked 2 sessions of user ${userId}\n`);
+      for (const p of pairs) {
+        expect((await probe(p.Sid)).status).toBe(401);
+        const res = await refresh(p.Sid, p.RefreshToken, apiKey);
+        expect(res.status).toBe(403);
+        expect(res.json().Code).toBe('SessionRevoked');
+      }
+      expect(await sessionsAdmin('revoke', '--user', userId)).toBe(`revoked 0 sessions of user ${userId}\n`);
+      await expect(sessionsAdmin('revoke', '--user', 'nobody')).rejects.toMatchObject({ code: 2 });
     });
 
     it('a removed CA leaves the trust list', async () => {

@@ -28,6 +28,14 @@ export async function pnpmAdmin(...args: string[]): Promise<string> {
   return stdout;
 }
 
+/** `pnpm sessions ...` (the session-service's command line) against the test stack's session database and Redis. */
+export async function sessionsAdmin(...args: string[]): Promise<string> {
+  const { sessionEnv } = testStack();
+  const env = { ...process.env, MONGODB_URL: sessionEnv.MONGODB_URL!, MONGODB_DATABASE: sessionEnv.MONGODB_DATABASE!, REDIS_URL: sessionEnv.REDIS_URL! };
+  const { stdout } = await run(process.execPath, [join(ROOT, 'services', 'session-service', 'dist', 'admin', 'cli.js'), ...args], { env });
+  return stdout;
+}
+
 export async function newApiKey(): Promise<string> {
   return (await admin('apikey', 'create', '--label', 'e2e')).trim();
 }

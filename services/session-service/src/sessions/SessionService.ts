@@ -121,6 +121,14 @@ export class SessionService {
   }
 
   /** Revokes a whole family (RFC 9700 §4.14): MongoDB first, then tombstones for every sid of it. */
+  /** Revokes every session (sign-in) of a user; returns how many there were. */
+  async revokeUser(userId: string): Promise<number> {
+    const families = await this.repo.liveFamiliesOfUser(userId);
+    const now = this.clock.now();
+    for (const familyId of families) await this.revokeFamily(familyId, now);
+    return families.length;
+  }
+
   async revokeFamily(familyId: string, now: Date): Promise<void> {
     await this.repo.revokeFamily(familyId, now);
     const sidHashes = await this.repo.sidHashesOfFamily(familyId);

@@ -118,6 +118,12 @@ export class SessionRepository {
     if (family && !family.revokedAt) await this.families.updateOne({ _id: familyId }, { $set: { revokedAt: at } });
   }
 
+  /** The families (sign-ins) of a user not revoked yet. Not by `_id`: for the operator's command line, not a hot path. */
+  async liveFamiliesOfUser(userId: string): Promise<string[]> {
+    const docs = await this.families.find({ userId, revokedAt: null }, { projection: { _id: 1 } }).toArray();
+    return docs.map((d) => d._id);
+  }
+
   async sidHashesOfFamily(familyId: string): Promise<string[]> {
     const docs = await this.pairs.find({ familyId }, { projection: { _id: 1 } }).toArray();
     return docs.map((d) => d._id);

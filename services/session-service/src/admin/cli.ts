@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// The operator's command line for sessions: revoke every session of a user (a lost device, a
+// removed certificate). Configured by the service's own environment: MONGODB_URL,
+// MONGODB_DATABASE (default "<CP_PREFIX or local>-sessions", what scripts/start.sh uses), REDIS_URL.
+import { parseArgs } from 'node:util';
+import { MongoClient } from 'mongodb';
+import { createLogger } from '@cp/logging';
+import { connectRedis } from '@cp/redis';
+import { systemClock } from '../sessions/Clock';
+import { SessionService } from '../sessions/SessionService';
+import { SessionCache } from '../store/SessionCache';
+import { SessionRepository } from '../store/SessionRepository';
+
+const USAGE = `usage:
+  sessions revoke --user <uuid>     every session of the user stops working at once (sid and refresh token)
+environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-sessions),
+             REDIS_URL (default redis://127.0.0.1:6379), CACHE_TTL_SECONDS (default 60)`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { user: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help || positionals.length === 0) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (positionals.join(' ') !== 'revoke') throw new UsageError(`unknown command "${positionals.join(' ')}"\n${USAGE}`);
+  if (!values.user || !UUID.test(values.user)) throw new UsageError('--user must be a UUID');
+  const userId = values.user.toLowerCase();
+
+  const logger = createLogger({ service: 'sessions-admin', level: 'warn' });
+  const mongo = new MongoClient(process.env.MONGODB_URL || 'mongodb://127.0.0.1:27017/', { serverSelectionTimeoutMS: 5_000 });
+  const redis = connectRedis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', logger);
+  try {
+    await mongo.connect();
+    const database = process.env.SESSIONS_MONGODB_DATABASE || process.env.MONGODB_DATABASE || `${process.env.CP_PREFIX || 'local'}-sessions`;
+    const repo = new SessionRepository(mongo.db(database));
+    // Tombstones in Redis stop replicas from answering from their cache; wait for it a moment.
+    const redisReady = await new Promise<boolean>((resolve) => {
+      if (redis.isReady) return resolve(true);
+      const timer = setTimeout(() => resolve(false), 3_000);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    const ttl = Number(process.env.CACHE_TTL_SECONDS || 60);
+    const sessions = new SessionService(repo, new SessionCache(redis, ttl), systemClock, { sidTtlMs: 0, refreshTtlMs: 0 }, logger);
+    const revoked = await sessions.revokeUser(userId);
+    process.stdout.write(`revoked ${revoked} session${revoked === 1 ? '' : 's'} of user ${userId}\n`);
+    if (!redisReady && revoked > 0) {
+      process.stderr.write(`sessions: Redis did not answer; replicas may accept cached sids for up to ${ttl} s more\n`);
+    }
+  } finally {
+    await redis.quit().catch(() => undefined);
+    await mongo.close();
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`sessions: ${error instanceof UsageError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(error instanceof UsageError ? 2 : 1);
+});
