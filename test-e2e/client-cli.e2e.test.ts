@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -42,15 +42,28 @@ describe('the content command line and stream uploads against the running system
     }
   });
 
-  it('uploads standard input with `content upload -`', async () => {
-    const data = randomBytes(3 * MiB + 1);
-    const up = await cli(['upload', '-', ...base(), '--json'], { env: { CONTENT_TOKEN: token }, stdin: data });
+  it('uploads standard input with `content upload -`, its parts spooled in TMPDIR and gone afterwards', async () => {
+    const data = randomBytes(PART_SIZE + 3 * MiB + 1);
+    const spool = mkdtempSync(join(dir, 'tmp-'));
+    const up = await cli(['upload', '-', ...base(), '--json'], { env: { CONTENT_TOKEN: token, TMPDIR: spool }, stdin: data });
     expect(up.code).toBe(0);
+    expect(readdirSync(spool)).toEqual([]);
     const { id } = JSON.parse(up.stdout) as { id: string };
     const out = join(dir, 'stdin-back.bin');
     const down = await cli(['download', id, out, ...base(), '--sha256', sha256(data), '--json'], { env: { CONTENT_TOKEN: token } });
     expect(down.code).toBe(0);
     expect(JSON.parse(down.stdout)).toMatchObject({ bytes: data.length, sha256: sha256(data) });
+  });
+
+  it('removes the spooled parts of standard input when stopped by Ctrl-C', async () => {
+    const spool = mkdtempSync(join(dir, 'tmp-'));
+    const run = startCli(['upload', '-', ...base(), '--parallel', '1'], { env: { CONTENT_TOKEN: token, TMPDIR: spool }, stdin: randomBytes(3 * PART_SIZE) });
+    await run.stderrMatches(/upload: [1-9]\d*\/\? bytes/);
+    // parts are waiting on disk while the upload runs
+    expect(readdirSync(spool).filter((d) => d.startsWith('content-upload-'))).toHaveLength(1);
+    run.child.kill('SIGINT');
+    expect((await run.done).code).toBe(130);
+    expect(readdirSync(spool)).toEqual([]);
   });
 
   it('stops on Ctrl-C with exit code 130 and the command to resume, which then sends only the rest', async () => {
