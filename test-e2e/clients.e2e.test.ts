@@ -181,6 +181,15 @@ describe('request sequences of the official clients, through the gateway', () =>
       });
       const staged = async (id: string) =>
         ((await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? []).map((o) => o.Key!.split('/')[2]!.split('.')[0]);
+      // the content-service's counters, summed over the series whose line has every given label
+      const metric = async (name: string, label = '') => {
+        const text = await (await fetch(`${stack.services['content-service']!.url}/metrics`)).text();
+        return text
+          .split('\n')
+          .filter((l) => l.startsWith(`${name}{`) && l.includes(label))
+          .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+      };
+      const before = { staged: await metric('content_pieces_staged_total'), assembled: await metric('content_parts_stored_total', 'via="assembled"'), completed: await metric('content_uploads_completed_total') };
       try {
         // 3 MiB chunks: the one at 63 MiB holds the last MiB of part 1 and the first 2 MiB of part 2
         const n = P + 5 * MiB;
@@ -199,6 +208,10 @@ describe('request sequences of the official clients, through the gateway', () =>
         expect(await staged(id)).toEqual([]);
         const back = await send('GET', contentsUrl(owner, id), auth);
         expect(sha256(back.body)).toBe(sha256(data));
+        // 23 pieces staged, 2 parts assembled, 1 content completed (other tests may add to them meanwhile)
+        expect((await metric('content_pieces_staged_total')) - before.staged).toBeGreaterThanOrEqual(23);
+        expect((await metric('content_parts_stored_total', 'via="assembled"')) - before.assembled).toBeGreaterThanOrEqual(2);
+        expect((await metric('content_uploads_completed_total')) - before.completed).toBeGreaterThanOrEqual(1);
       } finally {
         s3.destroy();
       }

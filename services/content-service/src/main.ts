@@ -17,6 +17,7 @@ import { ObjectStore } from './store/ObjectStore';
 import { UploadLedger } from './store/UploadLedger';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { PartAssembler } from './uploads/PartAssembler';
+import { UploadMetrics } from './uploads/UploadMetrics';
 import { UploadService } from './uploads/UploadService';
 
 async function main(): Promise<void> {
@@ -56,8 +57,9 @@ async function main(): Promise<void> {
   });
   logger.info({ lifecycleRule: lifecycle, days: ttlDays }, lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads');
 
+  const metrics = new ServiceMetrics('content-service');
   const uploads = new UploadService(
-    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger },
+    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger, metrics: new UploadMetrics(metrics.registry) },
     {
       uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
       completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,
@@ -86,7 +88,6 @@ async function main(): Promise<void> {
   if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 
   let draining = false;
-  const metrics = new ServiceMetrics('content-service');
   const app = buildApp({
     logger,
     metrics,

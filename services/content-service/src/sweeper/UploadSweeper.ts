@@ -41,6 +41,7 @@ export class UploadSweeper {
       for (const record of await this.contents.findExpired(now, this.options.batchSize)) {
         try {
           await this.uploads.discard(record);
+          this.uploads.metrics.swept.inc();
           removed++;
           this.logger.info({ contentId: record._id, ownerId: record.ownerId, createdAt: record.createdAt }, 'expired upload removed');
         } catch (error) {

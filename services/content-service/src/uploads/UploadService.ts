@@ -13,6 +13,7 @@ import { exactBody, pipeInto } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
 import { HashingStream } from './HashingStream';
 import type { PartAssembler } from './PartAssembler';
+import { UploadMetrics } from './UploadMetrics';
 import { MAX_CONTENT_SIZE, PART_SIZE, PartGrid, partKey } from './PartGrid';
 import { streamsEqual } from './streamsEqual';
 
@@ -35,6 +36,8 @@ export interface UploadServiceDeps {
   assembler: PartAssembler;
   locks: Locks;
   logger: Logger;
+  /** Counters for operators; a private registry when not given. */
+  metrics?: UploadMetrics;
 }
 
 
@@ -89,12 +92,14 @@ export class UploadService {
   private readonly assembler: PartAssembler;
   private readonly commits: LedgerCommits;
   private readonly logger: Logger;
+  readonly metrics: UploadMetrics;
 
   constructor(
     deps: UploadServiceDeps,
     private readonly options: UploadServiceOptions,
   ) {
     ({ contents: this.contents, ledger: this.ledger, objects: this.objects, assembler: this.assembler, logger: this.logger } = deps);
+    this.metrics = deps.metrics ?? new UploadMetrics();
     this.commits = new LedgerCommits(this.ledger, deps.locks, lockName);
     this.clock = options.clock ?? (() => new Date());
   }
@@ -200,6 +205,8 @@ export class UploadService {
       const hashing = new HashingStream();
       await this.objects.putObject(key, pipeInto(exactBody(body, length), hashing), length, 'application/octet-stream');
       piece = { ...wanted, kind: 'staged', key, sha256: hashing.digest };
+      this.metrics.piecesStaged.inc();
+      this.metrics.stagedBytes.inc(length);
     }
 
     let work: Work;
@@ -238,6 +245,7 @@ export class UploadService {
       if (piece.key) await this.objects.delete(piece.key).catch(() => undefined);
       throw error;
     }
+    if (k !== null) this.metrics.partsStored.inc({ via: 'direct' });
     if (work.duplicate && piece.key) await this.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.objects.delete(work.replaced.key).catch(() => undefined);
     const completedNow = await this.runWork(record, work);
@@ -310,8 +318,11 @@ export class UploadService {
     let complete = work.complete;
     for (const assembly of work.assemblies) {
       let result: { etag: string; size: number };
+      const timer = this.metrics.assemblySeconds.startTimer();
       try {
         result = await this.assembler.assemble(record, assembly.k, work.total, assembly.pieces);
+        timer();
+        this.metrics.partsStored.inc({ via: 'assembled' });
       } catch (error) {
         await this.commits.commit(record._id, async (view) => {
           (await view.part(assembly.k)).assembling = null;
@@ -381,6 +392,7 @@ export class UploadService {
         etag = existing.etag;
       }
       await this.contents.markReady(record._id, total, etag, this.clock());
+      this.metrics.completed.inc();
     } catch (error) {
       await this.commits.commit(record._id, async (view) => {
         view.state.completing = null;
