@@ -24,6 +24,7 @@ describe('upload sweeper', () => {
   let objects: ObjectStore;
   let contents: ContentRepository;
   let uploads: UploadService;
+  let ledger: UploadLedger;
   const { prefix } = JSON.parse(process.env.CP_TEST_STACK!) as { prefix: string };
   const bucket = `${prefix}-sweep`;
   const owner = '0f0e0d0c-0b0a-4909-8807-060504030201';
@@ -42,7 +43,7 @@ describe('upload sweeper', () => {
     objects = new ObjectStore(s3, bucket);
     await objects.ensureBucket();
     contents = new ContentRepository(db);
-    const ledger = new UploadLedger(db);
+    ledger = new UploadLedger(db);
     uploads = new UploadService(
       { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger },
       { uploadTtlMs: ttlMs, completionLeaseMs: 60_000, assemblyLeaseMs: 60_000, clock },
@@ -95,6 +96,32 @@ describe('upload sweeper', () => {
     const chunks: Buffer[] = [];
     for await (const c of stored.body) chunks.push(c as Buffer);
     expect(Buffer.concat(chunks).toString()).toBe('hello');
+  });
+
+  it('finishes the cleanup of a completed content whose own cleanup did not happen, and leaves an unfinished one alone', async () => {
+    // a content completed from two staged pieces
+    const total = 300;
+    const first = await startUpload(100, total);
+    const done = await uploads.write({ ownerId: owner, contentId: first, range: { start: 100, end: 299, total }, declaredLength: 200, contentType: null, body: Readable.from([Buffer.alloc(200, 8)]) });
+    expect(done.completedNow).toBe(true);
+    expect(await stagedKeys(first)).toEqual([]);
+    expect(await uploads.pendingCleanups(100)).toEqual([]);
+    // as if the completing request had died before its cleanup: a staged object and the note remain
+    await objects.putObject(`${stagingPrefix(first)}0-99.left`, Readable.from([Buffer.alloc(100)]), 100, 'application/octet-stream');
+    await ledger.noteCleanup(first, total, now);
+    // and an unfinished content with a note (a completion that failed and will be tried again)
+    const unfinished = await startUpload(100, total);
+    await ledger.noteCleanup(unfinished, total, now);
+
+    await sweeper().sweepOnce();
+    expect(await stagedKeys(first)).toEqual([]);
+    expect(await stagedKeys(unfinished)).toHaveLength(1);
+    expect((await uploads.pendingCleanups(100)).map((p) => p._id)).toEqual([unfinished]);
+    expect((await contents.find(owner, first))!.state).toBe('ready');
+    // once the unfinished one is gone (swept), its note goes with the next sweep
+    await uploads.discard((await contents.find(owner, unfinished))!);
+    await sweeper().sweepOnce();
+    expect(await uploads.pendingCleanups(100)).toEqual([]);
   });
 
   it('lets one of two concurrent sweepers do the work, without errors', async () => {

@@ -50,6 +50,11 @@ export class ContentRepository {
     return record && record.ownerId === ownerId ? record : null;
   }
 
+  /** Any owner's record by id: for the service's own housekeeping, never for a request. */
+  async get(id: string): Promise<ContentRecord | null> {
+    return this.contents.findOne({ _id: id });
+  }
+
   /** Written only by the holder of the completion claim. */
   async markReady(id: string, total: number, etag: string, now: Date): Promise<void> {
     await this.contents.updateOne({ _id: id }, { $set: { state: 'ready', total, etag, completedAt: now } });

@@ -77,6 +77,13 @@ export function decodePiece(contentId: string, stored: string | Piece): Piece {
   return { a, b, kind: 'staged', key, sha256: sha256 === '-' || sha256 === undefined ? null : sha256 };
 }
 
+/** A completed (or completing) content whose staged objects and bookkeeping are still to be deleted. */
+export interface PendingCleanup {
+  _id: string;
+  total: number;
+  since: Date;
+}
+
 /**
  * The bookkeeping of unfinished uploads, in documents read and written by `_id` only: one per
  * content and one per grid part that received bytes. (FerretDB answers `_id` lookups in about a
@@ -86,10 +93,12 @@ export function decodePiece(contentId: string, stored: string | Piece): Piece {
 export class UploadLedger {
   private readonly states: Collection<UploadState>;
   private readonly partRanges: Collection<StoredPartRanges>;
+  private readonly cleanups: Collection<PendingCleanup>;
 
   constructor(db: Db) {
     this.states = db.collection<UploadState>('upload_states');
     this.partRanges = db.collection<StoredPartRanges>('part_ranges');
+    this.cleanups = db.collection<PendingCleanup>('pending_cleanups');
   }
 
   static partId(contentId: string, k: number): string {
@@ -113,6 +122,20 @@ export class UploadLedger {
 
   async savePart(part: PartRanges): Promise<void> {
     await upsert(this.partRanges, { ...part, pieces: part.pieces.map((p) => encodePiece(part.contentId, p)) });
+  }
+
+  /** Notes that a content's staging and bookkeeping must go once it is complete (kept until they have). */
+  async noteCleanup(contentId: string, total: number, now: Date): Promise<void> {
+    await upsert(this.cleanups, { _id: contentId, total, since: now });
+  }
+
+  async cleanupDone(contentId: string): Promise<void> {
+    await this.cleanups.deleteOne({ _id: contentId });
+  }
+
+  /** Cleanups noted and not done: few (a completion under way, or one whose cleanup failed), so read without a filter. */
+  async pendingCleanups(limit: number): Promise<PendingCleanup[]> {
+    return this.cleanups.find({}).limit(limit).toArray();
   }
 
   /** Removes the bookkeeping of a content with parts 1..partCount. */

@@ -15,7 +15,9 @@ const LEASE = 'upload-sweeper';
 
 /**
  * Removes uploads not completed within their time to live: aborts the S3 multipart upload, deletes
- * staged pieces and records. Every replica runs one; a lease (an insert-claim) lets one sweep at a time.
+ * staged pieces and records. Also finishes the cleanup of completed contents whose completing
+ * request could not delete their staged pieces. Every replica runs one; a lease (an insert-claim)
+ * lets one sweep at a time.
  */
 export class UploadSweeper {
   private timer: NodeJS.Timeout | null = null;
@@ -46,6 +48,13 @@ export class UploadSweeper {
           this.logger.info({ contentId: record._id, ownerId: record.ownerId, createdAt: record.createdAt }, 'expired upload removed');
         } catch (error) {
           this.logger.warn({ contentId: record._id, err: error }, 'could not remove an expired upload; next sweep retries');
+        }
+      }
+      for (const pending of await this.uploads.pendingCleanups(this.options.batchSize)) {
+        try {
+          if (await this.uploads.finishCleanup(pending)) this.logger.info({ contentId: pending._id }, 'staging of a completed content removed');
+        } catch (error) {
+          this.logger.warn({ contentId: pending._id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
         }
       }
     } finally {

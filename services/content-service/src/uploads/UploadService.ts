@@ -7,7 +7,7 @@ import type { ContentRecord, ContentRepository } from '../store/ContentRepositor
 import { LedgerCommits, type LedgerView } from '../store/LedgerCommits';
 import type { Locks } from '../store/Locks';
 import { isNotFound, type ObjectStore } from '../store/ObjectStore';
-import { emptyUploadState, stagedKey, stagingPrefix, type PartRanges, type Piece, type UploadLedger, type UploadState } from '../store/UploadLedger';
+import { emptyUploadState, stagedKey, stagingPrefix, type PartRanges, type PendingCleanup, type Piece, type UploadLedger, type UploadState } from '../store/UploadLedger';
 import { classifyRange, covers, mergeRanges, type ByteRange } from './ByteRanges';
 import { exactBody, pipeInto } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
@@ -379,6 +379,9 @@ export class UploadService {
   /** Called by the holder of the completion claim: CompleteMultipartUpload, then the record says ready. */
   private async complete(record: ContentRecord, total: number): Promise<void> {
     try {
+      // Noted before S3 completes the object: if this process dies after it, the sweeper still
+      // deletes the staged objects and bookkeeping (finishCleanup).
+      await this.ledger.noteCleanup(record._id, total, this.clock());
       const state = await this.ledger.state(record._id);
       const expected = PartGrid.partCount(total);
       const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, etag: state.parts[partKey(i + 1)]!.etag }));
@@ -449,6 +452,24 @@ export class UploadService {
   private async cleanUp(id: string, total: number): Promise<void> {
     await this.objects.deletePrefix(stagingPrefix(id));
     await this.ledger.forget(id, PartGrid.partCount(total));
+    await this.ledger.cleanupDone(id);
+  }
+
+  /** For the sweeper: cleanups noted at completion that have not happened (their request failed or died). */
+  async pendingCleanups(limit: number): Promise<PendingCleanup[]> {
+    return this.ledger.pendingCleanups(limit);
+  }
+
+  /**
+   * Deletes a completed content's staged objects and bookkeeping; false (nothing done) while the
+   * content is still uploading (a completion that failed and may be tried again). A content that
+   * is gone (swept) leaves nothing to delete but the note.
+   */
+  async finishCleanup(pending: PendingCleanup): Promise<boolean> {
+    const record = await this.contents.get(pending._id);
+    if (record && record.state !== 'ready') return false;
+    await this.cleanUp(pending._id, pending.total);
+    return true;
   }
 
   private isStale(since: Date, leaseMs: number): boolean {
