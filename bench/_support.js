@@ -75,7 +75,12 @@ function mbps(bytes, seconds) {
   return bytes / 1e6 / seconds;
 }
 
-module.exports = { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
+/** Starts a new peak for peakRssMiB (Linux: writing 5 to clear_refs resets VmHWM to the current RSS). */
+function resetPeakRss(pid) {
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
+module.exports = { MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
 
 const http = require('node:http');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
