@@ -18,7 +18,7 @@ import { UploadLedger } from './store/UploadLedger';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
-import { UploadService } from './uploads/UploadService';
+import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -49,7 +49,8 @@ async function main(): Promise<void> {
   await contents.ensureIndexes();
   const objects = new ObjectStore(s3, config.S3_BUCKET);
   if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
-  const ttlDays = Math.max(1, Math.ceil(config.UPLOAD_TTL_SECONDS / 86_400) + 1);
+  // The backstop must not abort an upload the sweeper still keeps (written to, at most MAX_LIFE_TTLS × the TTL old).
+  const ttlDays = Math.max(1, Math.ceil((MAX_LIFE_TTLS * config.UPLOAD_TTL_SECONDS) / 86_400) + 1);
   const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays).catch((error: unknown) => {
     // S3 may be down at start-up; the service starts anyway (readiness tells) and the sweeper still expires uploads.
     logger.warn({ err: error }, 'could not set the S3 lifecycle rule');

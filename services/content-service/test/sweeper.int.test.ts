@@ -124,6 +124,68 @@ describe('upload sweeper', () => {
     expect(await uploads.pendingCleanups(100)).toEqual([]);
   });
 
+  it('keeps an upload that is still written to: each write moves its expiry a full time to live on', async () => {
+    const id = await startUpload(100, 300);
+    now = new Date(now.getTime() + ttlMs - 1000);
+    await uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 149, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 1)]) });
+    now = new Date(now.getTime() + ttlMs - 1000); // long past the first expiry, within the moved one
+    expect(await sweeper().sweepOnce()).toBe(0);
+    expect((await contents.find(owner, id))!.state).toBe('uploading');
+    now = new Date(now.getTime() + 2000);
+    expect(await sweeper().sweepOnce()).toBe(1);
+    expect(await contents.find(owner, id)).toBeNull();
+  });
+
+  it('expires a busy upload all the same twice its time to live after its creation (the S3 lifecycle backstop counts from there)', async () => {
+    const created = now.getTime();
+    const id = await startUpload(100, 300);
+    const writeAt = async (offset: number, a: number) => {
+      now = new Date(created + offset);
+      await uploads.write({ ownerId: owner, contentId: id, range: { start: a, end: a + 49, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 4)]) });
+    };
+    await writeAt(0.9 * ttlMs, 100);
+    await writeAt(1.8 * ttlMs, 150);
+    expect((await contents.find(owner, id))!.expiresAt.getTime()).toBe(created + 2 * ttlMs);
+    now = new Date(created + 2 * ttlMs - 1000);
+    expect(await sweeper().sweepOnce()).toBe(0);
+    now = new Date(created + 2 * ttlMs + 1000);
+    expect(await sweeper().sweepOnce()).toBe(1);
+    expect(await contents.find(owner, id)).toBeNull();
+  });
+
+  it('does not remove an upload that was completed, or is being completed, after the sweeper found it expired', async () => {
+    const completed = await startUpload(100, 300);
+    const completing = await startUpload(100, 300);
+    now = new Date(now.getTime() + ttlMs + 1000);
+    const found = (await contents.findExpired(now, 100)).map((r) => r._id);
+    expect(found).toEqual(expect.arrayContaining([completed, completing]));
+    // between the sweeper's query and its removal: one content completed by its last part...
+    const done = await uploads.write({ ownerId: owner, contentId: completed, range: { start: 100, end: 299, total: 300 }, declaredLength: 200, contentType: null, body: Readable.from([Buffer.alloc(200, 3)]) });
+    expect(done.completedNow).toBe(true);
+    // ...and the other one claimed for completion by a request still at work
+    await ledger.saveState({ ...(await ledger.state(completing)), completing: now });
+
+    expect(await uploads.expire(completed)).toBe(false);
+    expect(await uploads.expire(completing)).toBe(false);
+    const kept = (await contents.find(owner, completed))!;
+    expect(kept.state).toBe('ready');
+    const stored = await objects.getRange(kept.s3Key, 0, 299);
+    let bytes = 0;
+    for await (const c of stored.body) bytes += (c as Buffer).length;
+    expect(bytes).toBe(300);
+    expect(await contents.find(owner, completing)).not.toBeNull();
+    await uploads.discard((await contents.find(owner, completing))!);
+  });
+
+  it('refuses a write that arrives once the sweeper has decided to remove the upload, and keeps none of its bytes', async () => {
+    const id = await startUpload(100, 300);
+    await ledger.saveState({ ...(await ledger.state(id)), expiring: now });
+    const late = uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 149, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 2)]) });
+    await expect(late).rejects.toMatchObject({ status: 404, code: 'contentNotFound' });
+    expect(await stagedKeys(id)).toHaveLength(1); // the first piece only
+    await uploads.discard((await contents.find(owner, id))!);
+  });
+
   it('lets one of two concurrent sweepers do the work, without errors', async () => {
     const ids = [await startUpload(), await startUpload(), await startUpload()];
     now = new Date(now.getTime() + ttlMs + 1000);

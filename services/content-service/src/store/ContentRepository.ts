@@ -4,7 +4,8 @@ export type ContentState = 'uploading' | 'ready';
 
 /**
  * One document per content. It is written when the content is created and once more by the single
- * request that completes it; nothing else writes it, so no two writers ever race on it.
+ * request that completes it; besides, while it uploads, writes push its expiry on (`extend`, a
+ * conditional update that cannot undo a completion).
  */
 export interface ContentRecord {
   _id: string;
@@ -58,6 +59,11 @@ export class ContentRepository {
   /** Written only by the holder of the completion claim. */
   async markReady(id: string, total: number, etag: string, now: Date): Promise<void> {
     await this.contents.updateOne({ _id: id }, { $set: { state: 'ready', total, etag, completedAt: now } });
+  }
+
+  /** Moves the expiry of a content that is still uploading. */
+  async extend(id: string, expiresAt: Date): Promise<void> {
+    await this.contents.updateOne({ _id: id, state: 'uploading' }, { $set: { expiresAt } });
   }
 
   async findExpired(now: Date, limit: number): Promise<ContentRecord[]> {

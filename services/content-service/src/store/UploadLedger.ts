@@ -23,6 +23,8 @@ export interface UploadState {
   parts: Record<string, { etag: string; size: number }>;
   /** Set while one request completes the content. */
   completing: Date | null;
+  /** Set when the sweeper has decided to remove the upload (expired): writes are refused from then on. */
+  expiring?: Date | null;
 }
 
 /** The ranges received inside one 64 MiB grid part (as the service works with them). */

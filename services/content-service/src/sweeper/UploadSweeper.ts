@@ -42,7 +42,7 @@ export class UploadSweeper {
     try {
       for (const record of await this.contents.findExpired(now, this.options.batchSize)) {
         try {
-          await this.uploads.discard(record);
+          if (!(await this.uploads.expire(record._id))) continue; // written to or completed since
           this.uploads.metrics.swept.inc();
           removed++;
           this.logger.info({ contentId: record._id, ownerId: record.ownerId, createdAt: record.createdAt }, 'expired upload removed');

@@ -20,7 +20,7 @@ import { streamsEqual } from './streamsEqual';
 export type Clock = () => Date;
 
 export interface UploadServiceOptions {
-  /** How long an unfinished upload lives before the sweeper removes it. */
+  /** How long an unfinished upload lives after its last write before the sweeper removes it. */
   uploadTtlMs: number;
   /** How long a completion may stay claimed before another request takes it over. */
   completionLeaseMs: number;
@@ -246,6 +246,7 @@ export class UploadService {
       throw error;
     }
     if (k !== null) this.metrics.partsStored.inc({ via: 'direct' });
+    await this.keepAlive(record);
     if (work.duplicate && piece.key) await this.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.objects.delete(work.replaced.key).catch(() => undefined);
     const completedNow = await this.runWork(record, work);
@@ -270,6 +271,7 @@ export class UploadService {
 
   /** Refuses writes that would clash with received bytes or with work in progress. */
   private checkWritable(state: UploadState, parts: PartRanges[], wanted: ByteRange): void {
+    if (state.expiring) throw ServiceError.notFound('contentNotFound', `there is no content ${state._id}: its upload expired`);
     if (state.completing && !this.isStale(state.completing, this.options.completionLeaseMs)) {
       throw ServiceError.unavailable('contentCompleting', 'the content is being completed right now; retry in a moment', undefined, 1);
     }
@@ -440,13 +442,51 @@ export class UploadService {
     return { total: record.total ?? state.total, ranges: mergeRanges(ranges) };
   }
 
-  /** Removes everything of an unfinished content: its S3 upload, staged pieces, and records. */
+  /**
+   * An upload that is written to is not abandoned: a write moves its expiry to a full time to live
+   * from now, but never past `MAX_LIFE_TTLS` times the time to live from its creation (the S3
+   * lifecycle backstop aborts multipart uploads by age). At most once per `EXTEND_EVERY` of the
+   * time to live, so that most writes leave the record alone.
+   */
+  private async keepAlive(record: ContentRecord): Promise<void> {
+    const now = this.clock().getTime();
+    const ttl = this.options.uploadTtlMs;
+    const moved = Math.min(now + ttl, record.createdAt.getTime() + MAX_LIFE_TTLS * ttl);
+    if (moved - record.expiresAt.getTime() < ttl * EXTEND_EVERY) return;
+    record.expiresAt = new Date(moved);
+    // The bytes are stored already: a failure here must not fail the request (the next write tries again).
+    await this.contents.extend(record._id, record.expiresAt).catch((error: unknown) => this.logger.warn({ contentId: record._id, err: error }, 'could not move the expiry of an upload'));
+  }
+
+  /**
+   * For the sweeper: removes an upload whose time to live has run out, unless it has been written
+   * to or completed since the sweeper read it. The decision is taken under the content's lock and
+   * marked in its bookkeeping, so that no write after it is accepted and no completion runs.
+   */
+  async expire(id: string): Promise<boolean> {
+    const record = await this.commits.commit(id, async (view) => {
+      const current = await this.contents.get(id);
+      if (!current || current.state !== 'uploading' || current.expiresAt.getTime() >= this.clock().getTime()) return null;
+      const { completing } = view.state;
+      if (completing && !this.isStale(completing, this.options.completionLeaseMs)) return null;
+      view.state.expiring = this.clock();
+      return current;
+    });
+    if (!record) return false;
+    await this.discard(record);
+    return true;
+  }
+
+  /**
+   * Removes everything of an unfinished content: its S3 upload, record, staged pieces, and last
+   * its bookkeeping (which, when the content expired, keeps refusing late writes until then).
+   */
   async discard(record: ContentRecord): Promise<void> {
     if (record.uploadId) await this.objects.abortMultipartUpload(record.s3Key, record.uploadId);
+    await this.contents.remove(record._id);
     await this.objects.deletePrefix(stagingPrefix(record._id));
     const state = await this.ledger.state(record._id);
     await this.ledger.forget(record._id, PartGrid.partNumberAt(Math.max(0, state.lastByte)));
-    await this.contents.remove(record._id);
   }
 
   private async cleanUp(id: string, total: number): Promise<void> {
@@ -498,6 +538,11 @@ export class UploadService {
     };
   }
 }
+
+/** An upload's expiry is moved on by a write once this share of its time to live has passed. */
+const EXTEND_EVERY = 0.01;
+/** However busy, an upload expires this many times its time to live after its creation. */
+export const MAX_LIFE_TTLS = 2;
 
 export function contentKey(ownerId: string, id: string): string {
   return `contents/${ownerId}/${id}`;
