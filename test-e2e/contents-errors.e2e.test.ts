@@ -84,6 +84,9 @@ describe('errors on /v1', () => {
     it('rejects ids that are not UUIDs', async () => {
       expectError(await download(owner, 'not-a-uuid', token), 400, 'invalidId');
       expectError(await call(`${testStack().gatewayUrl}/v1/12345/contents`, { method: 'POST', body: 'x', token }), 400, 'invalidId');
+      // a segment that cannot be percent-decoded at all
+      expectError(await call(`${testStack().gatewayUrl}/v1/${owner}/contents/%E0%A4%A`, { token }), 400, 'invalidId');
+      expectError(await call(`${testStack().gatewayUrl}/v1/%E0%A4%A/contents`, { method: 'POST', body: 'x', token }), 400, 'invalidId');
     });
     it('rejects a malformed Range on download', async () => {
       expectError(await download(owner, readyId, token, 'bytes=abc'), 400, 'invalidRange');

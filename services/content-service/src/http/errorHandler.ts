@@ -23,6 +23,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 
 function toServiceError(error: unknown): ServiceError {
   if (error instanceof ServiceError) return error;
+  // The router's own refusal of a path segment it cannot percent-decode (e.g. `%E0%A4%A`).
+  if (error instanceof URIError) return ServiceError.badRequest('invalidId', 'the path holds a malformed percent-encoding where a UUID belongs');
   if (error instanceof RangeSyntaxError) return ServiceError.badRequest('invalidRange', error.message);
   if (error instanceof BodyLengthMismatch) return ServiceError.badRequest('bodyLengthMismatch', error.message);
   if (error instanceof ClientDisconnected) return ServiceError.badRequest('clientDisconnected', error.message);
