@@ -15,8 +15,11 @@ export interface BearerVerifierOptions {
   ownersClaim: string;
   /** Allowed clock skew in seconds for exp/nbf. */
   clockToleranceSeconds?: number;
+  /** How long a fetch of the remote JWKS may take (jose's default: 5 s). */
+  jwksTimeoutMs?: number;
 }
 
+/** The token is not acceptable (401). Anything else `verify` throws means the keys could not be had (503). */
 export class InvalidBearerToken extends Error {
   override readonly name = 'InvalidBearerToken';
 }
@@ -27,7 +30,7 @@ export class BearerVerifier {
 
   constructor(private readonly options: BearerVerifierOptions) {
     if (options.jwksUrl) {
-      this.keys = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 600_000 });
+      this.keys = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 600_000, timeoutDuration: options.jwksTimeoutMs ?? 5_000 });
     } else if (options.jwksFile) {
       this.keys = createLocalJWKSet(JSON.parse(readFileSync(options.jwksFile, 'utf8')));
     } else {
@@ -43,15 +46,19 @@ export class BearerVerifier {
         audience: this.options.audience,
         algorithms: this.options.algorithms,
         clockTolerance: this.options.clockToleranceSeconds ?? 30,
-        requiredClaims: ['exp', 'sub'],
+        requiredClaims: ['exp'],
       }));
     } catch (error) {
+      // The issuer's JWKS endpoint timing out or answering garbage says nothing about the token.
+      if (error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid) throw error;
       if (error instanceof errors.JOSEError) throw new InvalidBearerToken(describe(error), { cause: error });
       throw error;
     }
     const claim = payload[this.options.ownersClaim];
     const owners = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim.filter((o): o is string => typeof o === 'string') : [];
-    return { kind: 'bearer', subject: payload.sub!, owners: owners.map((o) => o.toLowerCase()) };
+    // `sub` is not required (a client-credentials token may lack it); the subject is for logs only.
+    const subject = payload.sub ?? (typeof payload.client_id === 'string' ? payload.client_id : undefined) ?? (typeof payload.azp === 'string' ? payload.azp : '');
+    return { kind: 'bearer', subject, owners: owners.map((o) => o.toLowerCase()) };
   }
 }
 

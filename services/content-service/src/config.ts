@@ -1,4 +1,4 @@
-import { env, parseEnv, z } from '@cp/config';
+import { ConfigError, env, parseEnv, z } from '@cp/config';
 
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
@@ -35,6 +35,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     },
     source,
   );
+  // Settings that only work together: a half-configured credential would fail on every request instead of at start-up.
+  if (c.SESSION_SERVICE_URL && !c.INTERNAL_SECRET) {
+    throw new ConfigError('INTERNAL_SECRET', 'is required with SESSION_SERVICE_URL: the session-service answers its internal endpoint only to callers that send it');
+  }
+  if (c.JWT_ISSUER && !c.JWT_JWKS_URL && !c.JWT_JWKS_FILE) {
+    throw new ConfigError('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys');
+  }
+  if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE)) throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
   return c;
 }
 
