@@ -7,6 +7,7 @@ import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
   ListObjectsV2Command,
+  ListPartsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -142,6 +143,18 @@ export class ObjectStore {
     return out.ETag ?? '';
   }
 
+  /** The parts S3 holds for a multipart upload: part number → ETag (without quotes) and size. */
+  async listParts(key: string, uploadId: string): Promise<Map<number, { etag: string; size: number }>> {
+    const parts = new Map<number, { etag: string; size: number }>();
+    let marker: string | undefined;
+    do {
+      const page = await this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }));
+      for (const p of page.Parts ?? []) parts.set(p.PartNumber!, { etag: unquote(p.ETag ?? ''), size: p.Size ?? -1 });
+      marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
+    } while (marker);
+    return parts;
+  }
+
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
     try {
       await this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
@@ -198,6 +211,10 @@ export class ObjectStore {
     } while (token);
     return deleted;
   }
+}
+
+export function unquote(etag: string): string {
+  return etag.replace(/^"|"$/g, '');
 }
 
 export function isNotFound(error: unknown): boolean {

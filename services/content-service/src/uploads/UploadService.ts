@@ -6,7 +6,7 @@ import type { ContentRange } from '@cp/ranges';
 import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
 import { LedgerCommits, type LedgerView } from '../store/LedgerCommits';
 import type { Locks } from '../store/Locks';
-import { isNotFound, type ObjectStore } from '../store/ObjectStore';
+import { isNotFound, unquote, type ObjectStore } from '../store/ObjectStore';
 import { emptyUploadState, stagedKey, stagingPrefix, type PartRanges, type PendingCleanup, type Piece, type UploadLedger, type UploadState } from '../store/UploadLedger';
 import { classifyRange, covers, mergeRanges, type ByteRange } from './ByteRanges';
 import { exactBody, pipeInto } from './exactBody';
@@ -341,8 +341,7 @@ export class UploadService {
       await this.dropAssembledPieces(record._id, assembly.k, assembly.pieces);
     }
     if (!complete) return false;
-    await this.complete(record, work.total ?? (await this.ledger.state(record._id)).total!);
-    return true;
+    return this.complete(record, work.total ?? (await this.ledger.state(record._id)).total!);
   }
 
   /**
@@ -378,15 +377,32 @@ export class UploadService {
     return { id: record._id, completedNow: false, completed: true };
   }
 
-  /** Called by the holder of the completion claim: CompleteMultipartUpload, then the record says ready. */
-  private async complete(record: ContentRecord, total: number): Promise<void> {
+  /**
+   * Called by the holder of the completion claim: CompleteMultipartUpload, then the record says
+   * ready. True when the content is complete; false when S3 turned out to hold other bytes than
+   * the bookkeeping says for some parts (written by a request that failed after its UploadPart,
+   * or by two requests racing on one part): those parts are dropped, to be sent again.
+   */
+  private async complete(record: ContentRecord, total: number): Promise<boolean> {
     try {
       // Noted before S3 completes the object: if this process dies after it, the sweeper still
       // deletes the staged objects and bookkeeping (finishCleanup).
       await this.ledger.noteCleanup(record._id, total, this.clock());
       const state = await this.ledger.state(record._id);
       const expected = PartGrid.partCount(total);
-      const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, etag: state.parts[partKey(i + 1)]!.etag }));
+      const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, ...state.parts[partKey(i + 1)]! }));
+      const inDoubt = await this.partsInDoubt(record, parts);
+      if (inDoubt.length > 0) {
+        await this.commits.commit(record._id, async (view) => {
+          for (const k of inDoubt) {
+            delete view.state.parts[partKey(k)];
+            Object.assign(await view.part(k), { pieces: [], stored: false, assembling: null });
+          }
+          view.state.completing = null;
+        });
+        this.logger.warn({ contentId: record._id, parts: inDoubt }, 'S3 holds other bytes than recorded for these parts; they are dropped and must be sent again');
+        return false;
+      }
       let etag: string;
       try {
         etag = await this.objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts);
@@ -405,6 +421,19 @@ export class UploadService {
       throw error;
     }
     await this.cleanUp(record._id, total).catch((error: unknown) => this.logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
+    return true;
+  }
+
+  /** The parts whose ETag or size in S3 is not the recorded one (none when S3 has completed the upload already). */
+  private async partsInDoubt(record: ContentRecord, parts: { partNumber: number; etag: string; size: number }[]): Promise<number[]> {
+    let actual: Map<number, { etag: string; size: number }>;
+    try {
+      actual = await this.objects.listParts(record.s3Key, record.uploadId!);
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+    return parts.filter((p) => actual.get(p.partNumber)?.etag !== unquote(p.etag) || actual.get(p.partNumber)?.size !== p.size).map((p) => p.partNumber);
   }
 
   /**
