@@ -1,59 +1,34 @@
 import { Readable } from 'node:stream';
-import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { MongoClient, type Db } from 'mongodb';
-import { createLogger } from '@cp/logging';
+import { ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import type { Db } from 'mongodb';
+import type { Logger } from '@cp/logging';
 import { Claims } from '../src/store/Claims';
-import { ContentRepository } from '../src/store/ContentRepository';
-import { Locks } from '../src/store/Locks';
-import { ObjectStore } from '../src/store/ObjectStore';
-import { UploadLedger } from '../src/store/UploadLedger';
+import type { ContentRepository } from '../src/store/ContentRepository';
+import type { ObjectStore } from '../src/store/ObjectStore';
+import { stagingPrefix, type UploadLedger } from '../src/store/UploadLedger';
 import { UploadSweeper } from '../src/sweeper/UploadSweeper';
-import { PartAssembler } from '../src/uploads/PartAssembler';
-import { stagingPrefix } from '../src/store/UploadLedger';
-import { UploadService } from '../src/uploads/UploadService';
+import type { UploadService } from '../src/uploads/UploadService';
+import { useRealStores } from './support/realStores';
 
 /** The expiry sweeper against real FerretDB/MongoDB and S3, with a clock the test moves. */
 describe('upload sweeper', () => {
   const ttlMs = 60_000;
   let now = new Date('2026-01-01T00:00:00Z');
   const clock = () => now;
-  const logger = createLogger({ service: 'test', level: 'silent' });
-  let mongo: MongoClient;
+  const stores = useRealStores('sweeper', clock, ttlMs);
+  let logger: Logger;
   let db: Db;
   let s3: S3Client;
   let objects: ObjectStore;
   let contents: ContentRepository;
   let uploads: UploadService;
   let ledger: UploadLedger;
-  const { prefix } = JSON.parse(process.env.CP_TEST_STACK!) as { prefix: string };
-  const bucket = `${prefix}-sweep`;
+  let bucket: string;
   const owner = '0f0e0d0c-0b0a-4909-8807-060504030201';
 
-  beforeAll(async () => {
-    mongo = await MongoClient.connect(process.env.MONGODB_URL!);
-    db = mongo.db(`${prefix}-sweeper`);
-    s3 = new S3Client({
-      endpoint: process.env.S3_ENDPOINT,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
-    objects = new ObjectStore(s3, bucket);
-    await objects.ensureBucket();
-    contents = new ContentRepository(db);
-    ledger = new UploadLedger(db);
-    uploads = new UploadService(
-      { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger },
-      { uploadTtlMs: ttlMs, completionLeaseMs: 60_000, assemblyLeaseMs: 60_000, clock },
-    );
-  });
-
-  afterAll(async () => {
-    await db.dropDatabase();
-    await mongo.close();
-    s3.destroy();
+  beforeAll(() => {
+    ({ logger, db, s3, objects, contents, uploads, ledger } = stores);
+    bucket = objects.bucket;
   });
 
   const sweeper = () => new UploadSweeper(contents, uploads, new Claims(db, 'leases'), logger, { intervalMs: 1000, leaseMs: 60_000, batchSize: 100, clock });
