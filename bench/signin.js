@@ -143,7 +143,7 @@ async function main() {
     const bearerRow = summary('content GET, Authorization: Bearer', all.bearer.latencies, all.bearer.seconds);
     process.stdout.write(
       `\nauth.sid vs Bearer: throughput ratio ${(sidRow.perSecond / bearerRow.perSecond).toFixed(2)}, ` +
-        `p50 +${(sidRow.p50 - bearerRow.p50).toFixed(2)} ms, p99 +${(sidRow.p99 - bearerRow.p99).toFixed(2)} ms ` +
+        `p50 ${signed(sidRow.p50 - bearerRow.p50)} ms, p99 ${signed(sidRow.p99 - bearerRow.p99)} ms ` +
         `(target: a cached auth.sid check adds at most 1 ms p99)\n`,
     );
     return { signInRow, refreshRow, sidRow, bearerRow };
@@ -160,3 +160,7 @@ main().then(
     process.exit(1);
   },
 );
+
+function signed(ms) {
+  return `${ms >= 0 ? '+' : '-'}${Math.abs(ms).toFixed(2)}`;
+}

@@ -1,9 +1,11 @@
 // Every status and Code of sign-in and refresh that a client can provoke, through the gateway.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { MongoClient } from 'mongodb';
+import { join } from 'node:path';
 import { call, contentsUrl } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, sessionsAdmin, sidHeaders, signIn } from './support/signin';
+import { contentReplicaEnv, freePort, startService } from './support/replicas';
 import { testStack } from './support/stack';
 
 const DAY = 24 * 3600 * 1000;
@@ -238,6 +240,32 @@ describe('certificate sign-in refusals', () => {
       }
       expect(await sessionsAdmin('revoke', '--user', userId)).toBe(`revoked 0 sessions of user ${userId}\n`);
       await expect(sessionsAdmin('revoke', '--user', 'nobody')).rejects.toMatchObject({ code: 2 });
+    });
+
+    it('a content-service answers a live sid from the sessions cache and sees its revocation at once, with the session-service out of reach', async () => {
+      const person = pki.issue('cached-sessions-user', intermediate);
+      const { userId, owners } = await registerUser(person);
+      const { Sid } = await signIn(person, apiKey, chain(person));
+      expect((await call(contentsUrl(owners[0]!, randomUUID()), { headers: sidHeaders(Sid) })).status).toBe(404); // validated once: now cached
+      // A replica whose session-service does not answer: only the Redis cache can vouch for a sid.
+      const deadSessionService = `http://127.0.0.1:${await freePort()}`;
+      const replica = await startService('content-service', {
+        env: contentReplicaEnv({ SESSION_SERVICE_URL: deadSessionService, INTERNAL_SECRET: 'x'.repeat(24), REDIS_URL: testStack().backing.REDIS_URL }),
+        logDir: join(testStack().logDir, 'cached-sessions'),
+      });
+      try {
+        const probe = (sid: string) => call(`${replica.url}/v1/${owners[0]}/contents/${randomUUID()}`, { headers: sidHeaders(sid) });
+        expect((await probe(Sid)).status).toBe(404);
+        const unknown = await probe(randomBytes(32).toString('hex').toUpperCase()); // not cached: the session-service would have to answer
+        expect(unknown.status).toBe(503);
+        expect(unknown.json().id).toBe('urn:error:contents:sessionServiceUnavailable');
+        await sessionsAdmin('revoke', '--user', userId);
+        const revoked = await probe(Sid);
+        expect(revoked.status).toBe(401);
+        expect(revoked.json().id).toBe('urn:error:contents:invalidSession');
+      } finally {
+        await replica.stop('SIGTERM');
+      }
     });
 
     it('a removed CA leaves the trust list', async () => {

@@ -13,8 +13,9 @@ export interface ServiceHandle {
 
 // scripts/stack.js is plain CommonJS shared with the dev tooling.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-export const { startService } = require('../../scripts/stack') as {
+export const { startService, freePort } = require('../../scripts/stack') as {
   startService: (name: string, opts: { port?: number; env: Record<string, string>; logDir: string }) => Promise<ServiceHandle>;
+  freePort: () => Promise<number>;
 };
 
 /** Settings of a content-service replica sharing the test stack's database and bucket. */

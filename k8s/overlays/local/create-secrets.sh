@@ -19,7 +19,7 @@ s3_key=local-$(random | cut -c1-12)
 s3_secret=$(random)
 apply secret generic minio-credentials --from-literal=MINIO_ROOT_USER="$s3_key" --from-literal=MINIO_ROOT_PASSWORD="$s3_secret"
 apply secret generic content-service-secrets \
-  --from-literal=MONGODB_URL=mongodb://mongodb:27017/ \
+  --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379 \
   --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret"
 apply secret generic internal-secret --from-literal=INTERNAL_SECRET="$(random)"
 apply secret generic auth-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379

@@ -23,6 +23,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_ALGORITHMS: env.list().default('RS256,ES256,EdDSA'),
       JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
       SESSION_SERVICE_URL: env.url().optional(),
+      /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
+      REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
       /** Sent to the session-service's internal endpoint (x-internal-secret). */
       INTERNAL_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),

@@ -5,10 +5,13 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { createLogger } from '@cp/logging';
+import { connectRedis } from '@cp/redis';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
+import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { DownloadService } from './downloads/DownloadService';
+import { CachedSessionValidator } from './http/CachedSessionValidator';
 import { HttpSessionValidator } from './http/HttpSessionValidator';
 import { ContentRepository } from './store/ContentRepository';
 import { Claims } from './store/Claims';
@@ -85,7 +88,10 @@ async function main(): Promise<void> {
           ownersClaim: config.JWT_OWNERS_CLAIM,
         })
       : null;
-  const sessions = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET) : null;
+  const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET) : null;
+  // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
+  const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : null;
+  const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService) : sessionService;
   if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 
   let draining = false;
@@ -114,6 +120,7 @@ async function main(): Promise<void> {
     onShutdown: async () => {
       await sweeper.stop();
       await mongo.close();
+      await redis?.quit().catch(() => undefined);
       s3.destroy();
     },
   });

@@ -9,7 +9,7 @@ import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
 import { connectRedis } from '@cp/redis';
-import { SessionCache } from './store/SessionCache';
+import { SessionCache } from '@cp/session-cache';
 import { SessionRepository } from './store/SessionRepository';
 
 async function main(): Promise<void> {

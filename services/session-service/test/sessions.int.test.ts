@@ -7,9 +7,8 @@ import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
 import type { Clock } from '../src/sessions/Clock';
 import { SessionService } from '../src/sessions/SessionService';
-import { tokenHash } from '../src/sessions/tokens';
+import { SessionCache, tokenHash } from '@cp/session-cache';
 import { connectRedis, type Redis } from '@cp/redis';
-import { SessionCache } from '../src/store/SessionCache';
 import { SessionRepository } from '../src/store/SessionRepository';
 
 const DAY = 24 * 3600 * 1000;

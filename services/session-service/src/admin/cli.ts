@@ -8,7 +8,7 @@ import { createLogger } from '@cp/logging';
 import { connectRedis } from '@cp/redis';
 import { systemClock } from '../sessions/Clock';
 import { SessionService } from '../sessions/SessionService';
-import { SessionCache } from '../store/SessionCache';
+import { SessionCache } from '@cp/session-cache';
 import { SessionRepository } from '../store/SessionRepository';
 
 const USAGE = `usage:

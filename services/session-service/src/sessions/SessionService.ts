@@ -3,10 +3,9 @@ import { performance } from 'node:perf_hooks';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { RedisUnavailable } from '@cp/redis';
-import type { CachedSession, SessionCache } from '../store/SessionCache';
+import { newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
 import type { PairDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from './Clock';
-import { newToken, sameHash, tokenHash } from './tokens';
 
 export interface SessionLifetimes {
   sidTtlMs: number;

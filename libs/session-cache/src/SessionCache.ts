@@ -26,7 +26,8 @@ const BYPASS = 'bypass';
 export class SessionCache {
   constructor(
     private readonly redis: Redis,
-    private readonly ttlSeconds: number,
+    /** Longest life of a fill or tombstone (readers that never write can leave the default). */
+    private readonly ttlSeconds = 60,
   ) {}
 
   async get(sidHash: string): Promise<CacheLookup> {

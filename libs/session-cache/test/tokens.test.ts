@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { newToken, sameHash, tokenHash } from '../src/sessions/tokens';
+import { newToken, sameHash, tokenHash } from '../src';
 
 describe('session tokens', () => {
   it('are 32 random bytes as 64 upper-case hex characters, never repeating', () => {

@@ -1,0 +1,36 @@
+import type { Principal } from '@cp/credentials';
+import { RedisUnavailable } from '@cp/redis';
+import { tokenHash, type SessionCache } from '@cp/session-cache';
+import type { SessionValidator } from './authenticate';
+
+/**
+ * Answers an auth.sid from the session-service's Redis cache of sid lookups when it can, which
+ * saves a request to the session-service on every content request. The cache holds only what the
+ * session-service put there: a live session (whose expiry is checked here too) or a tombstone of a
+ * rotated, revoked or expired sid. A miss, a rotation under way, or Redis not answering goes to
+ * the session-service, which reads MongoDB and fills the cache.
+ */
+export class CachedSessionValidator implements SessionValidator {
+  constructor(
+    private readonly cache: SessionCache,
+    private readonly sessionService: SessionValidator,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async validate(sid: string): Promise<Principal | null> {
+    const sidHash = tokenHash(sid);
+    if (!sidHash) return null; // not a token at all: nothing could match it
+    let cached: Awaited<ReturnType<SessionCache['get']>>;
+    try {
+      cached = await this.cache.get(sidHash);
+    } catch (error) {
+      if (!(error instanceof RedisUnavailable)) throw error;
+      return this.sessionService.validate(sid);
+    }
+    if (cached.kind === 'dead') return null;
+    if (cached.kind !== 'live') return this.sessionService.validate(sid);
+    const { session } = cached;
+    if (session.sidExpiresAt <= this.now()) return null;
+    return { kind: 'session', subject: session.userId, owners: session.owners.map((o) => o.toLowerCase()) };
+  }
+}
