@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
 import type { Principal } from '@cp/credentials';
 import { createLogger } from '@cp/logging';
 import { connectRedis, type Redis } from '@cp/redis';
@@ -64,6 +65,20 @@ describe('CachedSessionValidator', () => {
     expect(await validator().validate(missing)).toBe(fromSessionService);
     expect(await validator().validate(rotating)).toBe(fromSessionService);
     expect(asked).toEqual([missing, rotating]);
+  });
+
+  it('counts who answered each check on /metrics', async () => {
+    const registry = new Registry();
+    const counted = new CachedSessionValidator(cache, sessionService, () => now, registry);
+    const alive = newSid();
+    const gone = newSid();
+    await cache.fillLive(tokenHash(alive)!, live(now + 60_000), now);
+    await cache.tombstone(tokenHash(gone)!);
+    await counted.validate(alive);
+    await counted.validate(gone);
+    await counted.validate(newSid());
+    const values = (await registry.getSingleMetric('content_sid_checks_total')!.get()).values.map((v) => [v.labels.by, v.value]);
+    expect(Object.fromEntries(values)).toEqual({ cache: 2, 'session-service': 1 });
   });
 
   it('refuses text that is not a sid at all without asking', async () => {

@@ -1,3 +1,4 @@
+import { Counter, Registry } from 'prom-client';
 import type { Principal } from '@cp/credentials';
 import { RedisUnavailable } from '@cp/redis';
 import { tokenHash, type SessionCache } from '@cp/session-cache';
@@ -11,11 +12,17 @@ import type { SessionValidator } from './authenticate';
  * the session-service, which reads MongoDB and fills the cache.
  */
 export class CachedSessionValidator implements SessionValidator {
+  /** Who answered each auth.sid: `cache` (live or tombstone) or `session-service`. */
+  private readonly answered: Counter<'by'>;
+
   constructor(
     private readonly cache: SessionCache,
     private readonly sessionService: SessionValidator,
     private readonly now: () => number = Date.now,
-  ) {}
+    registry: Registry = new Registry(),
+  ) {
+    this.answered = new Counter({ name: 'content_sid_checks_total', help: 'auth.sid checks, by who answered: cache or session-service', labelNames: ['by'], registers: [registry] });
+  }
 
   async validate(sid: string): Promise<Principal | null> {
     const sidHash = tokenHash(sid);
@@ -25,12 +32,18 @@ export class CachedSessionValidator implements SessionValidator {
       cached = await this.cache.get(sidHash);
     } catch (error) {
       if (!(error instanceof RedisUnavailable)) throw error;
-      return this.sessionService.validate(sid);
+      return this.askSessionService(sid);
     }
+    if (cached.kind !== 'live' && cached.kind !== 'dead') return this.askSessionService(sid);
+    this.answered.inc({ by: 'cache' });
     if (cached.kind === 'dead') return null;
-    if (cached.kind !== 'live') return this.sessionService.validate(sid);
     const { session } = cached;
     if (session.sidExpiresAt <= this.now()) return null;
     return { kind: 'session', subject: session.userId, owners: session.owners.map((o) => o.toLowerCase()) };
+  }
+
+  private askSessionService(sid: string): Promise<Principal | null> {
+    this.answered.inc({ by: 'session-service' });
+    return this.sessionService.validate(sid);
   }
 }
