@@ -24,7 +24,7 @@ const { purgeStackData } = require('../scripts/purge');
 const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
 const GIB = Number(args.gib ?? 1);
 const ROUNDS = Number(args.rounds ?? 2);
-const REFERENCE = args['no-reference'] === undefined;
+const REFERENCE = !('no-reference' in args);
 const P = 64 * MiB;
 
 async function upload(api, auth, total, size, parallel, data) {
