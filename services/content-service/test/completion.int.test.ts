@@ -1,11 +1,15 @@
 import { Readable } from 'node:stream';
 import { useRealStores } from './support/realStores';
 
-/** Completion against real FerretDB/MongoDB and S3 when S3 holds other bytes for a part than recorded. */
+/** Completion and retries around it against real FerretDB/MongoDB and S3: parts in doubt, failed completions, pieces spanning parts. */
 describe('completion', () => {
   const stores = useRealStores('completion', () => new Date());
   const owner = '0f0e0d0c-0b0a-4909-8807-060504030201';
   const P = 64 * 1024 * 1024;
+
+  const MiB = 1024 * 1024;
+  const put = (contentId: string | null, start: number, bytes: Buffer, total: number) =>
+    stores.uploads.write({ ownerId: owner, contentId, range: { start, end: start + bytes.length - 1, total }, declaredLength: bytes.length, contentType: null, body: Readable.from([bytes]) });
 
   async function bytesOf(key: string, a: number, b: number): Promise<Buffer> {
     const stored = await stores.objects.getRange(key, a, b);
@@ -33,5 +37,34 @@ describe('completion', () => {
     const ready = (await stores.contents.find(owner, created.id))!;
     expect(ready.state).toBe('ready');
     expect(await bytesOf(ready.s3Key, P - 2, P + 9)).toEqual(Buffer.concat([Buffer.alloc(2, 2), tail]));
+  });
+
+  it('refuses other bytes for a piece that spans a stored part and one still filling, so the content never mixes them', async () => {
+    const total = P + 2 * MiB;
+    const spanning = Buffer.alloc(2 * MiB, 5); // bytes P-1MiB .. P+1MiB-1: the end of part 1 and the start of part 2
+    const created = await put(null, 0, Buffer.alloc(P - MiB, 4), total);
+    expect((await put(created.id, P - MiB, spanning, total)).completedNow).toBe(false); // part 1 assembled, part 2 not yet covered
+    await expect(put(created.id, P - MiB, Buffer.alloc(2 * MiB, 6), total)).rejects.toMatchObject({ status: 409, code: 'rangeAlreadyStored' });
+    expect((await put(created.id, P - MiB, spanning, total)).completedNow).toBe(false); // the same bytes again: a harmless retry
+    expect((await put(created.id, P + MiB, Buffer.alloc(MiB, 7), total)).completedNow).toBe(true);
+    const ready = (await stores.contents.find(owner, created.id))!;
+    expect(await bytesOf(ready.s3Key, P - MiB, P + MiB - 1)).toEqual(spanning);
+  });
+
+  it('lets a retry of the last piece complete the content after the completion it triggered failed', async () => {
+    const total = 3 * MiB;
+    const created = await put(null, 0, Buffer.alloc(2 * MiB, 1), total);
+    const { objects } = stores;
+    objects.completeMultipartUpload = async () => {
+      throw new Error('S3 answered 500');
+    };
+    try {
+      await expect(put(created.id, 2 * MiB, Buffer.alloc(MiB, 2), total)).rejects.toThrow('S3 answered 500');
+    } finally {
+      delete (objects as Partial<typeof objects>).completeMultipartUpload; // the prototype's again
+    }
+    const retried = await put(created.id, 2 * MiB, Buffer.alloc(MiB, 2), total);
+    expect(retried.completedNow).toBe(true);
+    expect((await stores.contents.find(owner, created.id))!.state).toBe('ready');
   });
 });

@@ -128,6 +128,41 @@ describe('upload sweeper', () => {
     expect(await contents.find(owner, id)).toBeNull();
   });
 
+  it('refuses a write to an upload past its last possible expiry, even before the sweeper has come by', async () => {
+    const created = now.getTime();
+    const id = await startUpload(100, 300);
+    now = new Date(created + 2 * ttlMs + 1000);
+    const late = uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 149, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 2)]) });
+    await expect(late).rejects.toMatchObject({ status: 404, code: 'contentNotFound' });
+    expect(await stagedKeys(id)).toHaveLength(1); // the first piece only
+    expect(await sweeper().sweepOnce()).toBe(1);
+  });
+
+  it('makes an expired upload ready instead of removing it when S3 completed it but the completing request died before recording so', async () => {
+    const id = await startUpload(100, 300);
+    const { objects: store } = stores;
+    const complete = store.completeMultipartUpload.bind(store);
+    let claimedAt: Date | null = null;
+    store.completeMultipartUpload = async (...args) => {
+      claimedAt = (await ledger.state(id)).completing;
+      await complete(...args);
+      throw new Error('the process died here');
+    };
+    try {
+      await expect(uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 299, total: 300 }, declaredLength: 200, contentType: null, body: Readable.from([Buffer.alloc(200, 3)]) })).rejects.toThrow('died');
+    } finally {
+      delete (store as Partial<typeof store>).completeMultipartUpload;
+    }
+    // a dead process leaves its completion claim behind (the error path above released it)
+    await ledger.saveState({ ...(await ledger.state(id)), completing: claimedAt });
+    now = new Date(now.getTime() + 2 * ttlMs + 1000);
+    expect(await sweeper().sweepOnce()).toBe(0);
+    const record = (await contents.find(owner, id))!;
+    expect(record.state).toBe('ready');
+    expect(record.total).toBe(300);
+    expect(await stagedKeys(id)).toEqual([]);
+  });
+
   it('does not remove an upload that was completed, or is being completed, after the sweeper found it expired', async () => {
     const completed = await startUpload(100, 300);
     const completing = await startUpload(100, 300);

@@ -217,13 +217,19 @@ export class UploadService {
         const total = this.settleTotal(record, state, range);
         const parts = await Promise.all(touched.map((n) => view.part(n)));
         this.checkWritable(state, parts, wanted);
+        // Under the lock, so that the sweeper (which decides under it too) sees the moved expiry.
+        if ((await this.keepAlive(record)) <= now.getTime()) {
+          throw ServiceError.notFound('contentNotFound', `there is no content ${id}: its upload expired`);
+        }
         const earlier = parts[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b);
-        if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.every((p) => p.stored)) {
-          // A retry of a piece already assembled into its part: fine when the bytes are the same ones.
+        if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.some((p) => state.parts[partKey(p.k)])) {
+          // A retry of a piece already assembled into (one of) its parts: fine when the bytes are
+          // the same ones; other bytes cannot replace them there (nor only in a neighbour part).
           if (earlier.sha256 !== piece.sha256) {
             throw ServiceError.conflict('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
           }
-          return { assemblies: [], complete: false, total, duplicate: true };
+          // The retry may come after a completion that failed: it gets to claim the work again.
+          return { ...(await this.claimWork(view, total, touched, now)), duplicate: true };
         }
         let replaced: Piece | undefined;
         for (const part of parts) {
@@ -246,7 +252,6 @@ export class UploadService {
       throw error;
     }
     if (k !== null) this.metrics.partsStored.inc({ via: 'direct' });
-    await this.keepAlive(record);
     if (work.duplicate && piece.key) await this.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.objects.delete(work.replaced.key).catch(() => undefined);
     const completedNow = await this.runWork(record, work);
@@ -290,7 +295,8 @@ export class UploadService {
     const assemblies: Assembly[] = [];
     for (const k of candidates) {
       const part = await view.part(k);
-      if (part.stored || (part.assembling && !this.isStale(part.assembling, this.options.assemblyLeaseMs))) continue;
+      // The state's part list says what is stored (a part's own flag may lag after a half-written commit).
+      if (view.state.parts[partKey(k)] || (part.assembling && !this.isStale(part.assembling, this.options.assemblyLeaseMs))) continue;
       const { start, end } = PartGrid.partRange(k, total);
       if (total !== null && start >= total) continue;
       if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
@@ -475,16 +481,16 @@ export class UploadService {
    * An upload that is written to is not abandoned: a write moves its expiry to a full time to live
    * from now, but never past `MAX_LIFE_TTLS` times the time to live from its creation (the S3
    * lifecycle backstop aborts multipart uploads by age). At most once per `EXTEND_EVERY` of the
-   * time to live, so that most writes leave the record alone.
+   * time to live, so that most writes leave the record alone. Returns the expiry in force.
    */
-  private async keepAlive(record: ContentRecord): Promise<void> {
+  private async keepAlive(record: ContentRecord): Promise<number> {
     const now = this.clock().getTime();
     const ttl = this.options.uploadTtlMs;
     const moved = Math.min(now + ttl, record.createdAt.getTime() + MAX_LIFE_TTLS * ttl);
-    if (moved - record.expiresAt.getTime() < ttl * EXTEND_EVERY) return;
+    if (moved - record.expiresAt.getTime() < ttl * EXTEND_EVERY) return record.expiresAt.getTime();
+    await this.contents.extend(record._id, new Date(moved));
     record.expiresAt = new Date(moved);
-    // The bytes are stored already: a failure here must not fail the request (the next write tries again).
-    await this.contents.extend(record._id, record.expiresAt).catch((error: unknown) => this.logger.warn({ contentId: record._id, err: error }, 'could not move the expiry of an upload'));
+    return moved;
   }
 
   /**
@@ -493,15 +499,25 @@ export class UploadService {
    * marked in its bookkeeping, so that no write after it is accepted and no completion runs.
    */
   async expire(id: string): Promise<boolean> {
-    const record = await this.commits.commit(id, async (view) => {
+    const claimed = await this.commits.commit(id, async (view) => {
       const current = await this.contents.get(id);
       if (!current || current.state !== 'uploading' || current.expiresAt.getTime() >= this.clock().getTime()) return null;
       const { completing } = view.state;
       if (completing && !this.isStale(completing, this.options.completionLeaseMs)) return null;
       view.state.expiring = this.clock();
-      return current;
+      return { record: current, total: current.total ?? view.state.total, wasCompleting: completing !== null };
     });
-    if (!record) return false;
+    if (!claimed) return false;
+    const { record, total } = claimed;
+    // A completion whose CompleteMultipartUpload went through but whose request died before it
+    // recorded so: the object is whole in S3; the content is made ready, not removed.
+    const finished = claimed.wasCompleting && total !== null ? await this.objects.head(record.s3Key) : null;
+    if (finished && finished.contentLength === total) {
+      await this.contents.markReady(record._id, total, finished.etag, this.clock());
+      await this.cleanUp(record._id, total);
+      this.logger.warn({ contentId: record._id }, 'an expired upload was complete in S3: marked ready instead of removed');
+      return false;
+    }
     await this.discard(record);
     return true;
   }
