@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { useRealStores } from './support/realStores';
 
 /** Completion and retries around it against real FerretDB/MongoDB and S3: parts in doubt, failed completions, pieces spanning parts. */
@@ -48,7 +49,7 @@ describe('completion', () => {
     expect((await put(created.id, P - MiB, spanning, total)).completedNow).toBe(false); // the same bytes again: a harmless retry
     expect((await put(created.id, P + MiB, Buffer.alloc(MiB, 7), total)).completedNow).toBe(true);
     const ready = (await stores.contents.find(owner, created.id))!;
-    expect(await bytesOf(ready.s3Key, P - MiB, P + MiB - 1)).toEqual(spanning);
+    expect((await bytesOf(ready.s3Key, P - MiB, P + MiB - 1)).equals(spanning)).toBe(true); // (toEqual takes seconds on MiBs)
   });
 
   it('lets a retry of the last piece complete the content after the completion it triggered failed', async () => {
@@ -66,5 +67,43 @@ describe('completion', () => {
     const retried = await put(created.id, 2 * MiB, Buffer.alloc(MiB, 2), total);
     expect(retried.completedNow).toBe(true);
     expect((await stores.contents.find(owner, created.id))!.state).toBe('ready');
+  });
+
+  it('answers a range that raced its content to completion like a write to the ready content, and brings back no bookkeeping', async () => {
+    const total = 3 * MiB;
+    const last = Buffer.alloc(MiB, 9);
+    const created = await put(null, 0, Buffer.alloc(2 * MiB, 8), total);
+    const stale = (await stores.contents.find(owner, created.id))!; // as a slow request read it, before...
+    expect((await put(created.id, 2 * MiB, last, total)).completedNow).toBe(true); // ...another one completed the content
+    const { contents } = stores;
+    const staleOnce = async () => {
+      delete (contents as Partial<typeof contents>).find;
+      return stale;
+    };
+    contents.find = staleOnce;
+    expect(await put(created.id, 2 * MiB, last, total)).toEqual({ id: created.id, completedNow: false, completed: true });
+    contents.find = staleOnce;
+    await expect(put(created.id, 2 * MiB, Buffer.alloc(MiB, 1), total)).rejects.toMatchObject({ status: 409, code: 'contentAlreadyComplete' });
+    expect((await stores.ledger.state(created.id)).lastByte).toBe(-1); // no bookkeeping brought back
+    const staged = await stores.objects.deletePrefix(`staging/${created.id}/`);
+    expect(staged).toBe(0); // and no staged copy left
+  });
+
+  it('leaves no object and no open upload behind when the new content cannot be recorded', async () => {
+    const lonely = '5f0e0d0c-0b0a-4909-8807-060504030201';
+    const { contents, objects, s3 } = stores;
+    const failOnce = async () => {
+      delete (contents as Partial<typeof contents>).insert;
+      throw new Error('database went away');
+    };
+    const send = (range: { start: number; end: number; total: number } | null) =>
+      stores.uploads.write({ ownerId: lonely, contentId: null, range, declaredLength: 100, contentType: null, body: Readable.from([Buffer.alloc(100, 1)]) });
+    contents.insert = failOnce;
+    await expect(send(null)).rejects.toThrow('database went away'); // one-shot: PutObject, then the record
+    contents.insert = failOnce;
+    await expect(send({ start: 0, end: 99, total: 300 })).rejects.toThrow('database went away'); // multipart: CreateMultipartUpload, then the record
+    const prefix = `contents/${lonely}/`;
+    expect((await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: prefix }))).Contents ?? []).toEqual([]);
+    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: objects.bucket, Prefix: prefix }))).Uploads ?? []).toEqual([]);
   });
 });

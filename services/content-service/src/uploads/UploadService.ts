@@ -55,6 +55,8 @@ interface Work {
   replaced?: Piece;
   /** The range was already assembled with these very bytes: nothing was changed. */
   duplicate?: boolean;
+  /** The content's bookkeeping is gone (completed or removed since the request read its record): nothing was changed. */
+  gone?: boolean;
 }
 
 /** One write request: a POST (contentId null) or a PUT of a range, with its body. */
@@ -126,7 +128,7 @@ export class UploadService {
     }
     const record = await this.requireRecord(request.ownerId, request.contentId);
     if (record.state === 'ready') return this.rewriteReady(request, record, request.range);
-    return this.receive(record, request.range, request.body);
+    return this.receive(record, request.range, request.body, false);
   }
 
   /** The whole content in one request, stored with one PutObject. */
@@ -153,7 +155,13 @@ export class UploadService {
       total = counted.bytesSeen;
     }
     const now = this.clock();
-    await this.contents.insert({ ...this.newRecord(id, request.ownerId, contentType, s3Key, null, total, now), state: 'ready', etag, completedAt: now });
+    try {
+      await this.contents.insert({ ...this.newRecord(id, request.ownerId, contentType, s3Key, null, total, now), state: 'ready', etag, completedAt: now });
+    } catch (error) {
+      // No record, no content: the object would be unreachable.
+      await this.objects.delete(s3Key).catch(() => undefined);
+      throw error;
+    }
     return { id, completedNow: true, completed: true };
   }
 
@@ -164,9 +172,14 @@ export class UploadService {
     const s3Key = contentKey(request.ownerId, id);
     const uploadId = await this.objects.createMultipartUpload(s3Key, contentType);
     const record = this.newRecord(id, request.ownerId, contentType, s3Key, uploadId, range.total, this.clock());
-    await this.contents.insert(record);
     try {
-      return await this.receive(record, range, request.body);
+      await this.contents.insert(record);
+    } catch (error) {
+      await this.objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
+      throw error;
+    }
+    try {
+      return await this.receive(record, range, request.body, true);
     } catch (error) {
       await this.discard(record).catch((cleanupError: unknown) => this.logger.warn({ contentId: id, err: cleanupError }, 'could not discard a failed new content'));
       throw error;
@@ -179,7 +192,7 @@ export class UploadService {
    * any assembly or the completion this range makes possible is claimed; the claimed work runs
    * after the lock is released.
    */
-  private async receive(record: ContentRecord, range: ContentRange, body: Readable): Promise<WriteOutcome> {
+  private async receive(record: ContentRecord, range: ContentRange, body: Readable, isNew: boolean): Promise<WriteOutcome> {
     const id = record._id;
     const wanted: ByteRange = { a: range.start, b: range.end };
     const touched = partsTouched(wanted);
@@ -214,6 +227,11 @@ export class UploadService {
       work = await this.commits.commit(id, async (view) => {
         const now = this.clock();
         const { state } = view;
+        // An existing content always has bookkeeping until it is completed or removed; without it,
+        // this request lost a race with its completion (or expiry) and must not bring it back.
+        if (!isNew && state.lastByte < 0 && state.total === null && Object.keys(state.parts).length === 0) {
+          return { assemblies: [], complete: false, total: null, gone: true };
+        }
         const total = this.settleTotal(record, state, range);
         const parts = await Promise.all(touched.map((n) => view.part(n)));
         this.checkWritable(state, parts, wanted);
@@ -251,11 +269,35 @@ export class UploadService {
       if (piece.key) await this.objects.delete(piece.key).catch(() => undefined);
       throw error;
     }
+    if (work.gone) return this.afterCompletion(record, range, piece);
     if (k !== null) this.metrics.partsStored.inc({ via: 'direct' });
     if (work.duplicate && piece.key) await this.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.objects.delete(work.replaced.key).catch(() => undefined);
     const completedNow = await this.runWork(record, work);
     return { id, completedNow, completed: completedNow };
+  }
+
+  /**
+   * A range that arrived while its content completed (or expired): once complete, it is a retry
+   * when its bytes are the stored ones (answered like a write to a ready content), else 409; a
+   * content gone is 404. Its staged copy is deleted either way.
+   */
+  private async afterCompletion(record: ContentRecord, range: ContentRange, piece: Piece): Promise<WriteOutcome> {
+    try {
+      const now = await this.contents.get(record._id);
+      if (!now) throw ServiceError.notFound('contentNotFound', `there is no content ${record._id}: its upload expired`);
+      if (now.state !== 'ready') throw ServiceError.unavailable('contentCompleting', 'the content is being completed right now; retry in a moment', undefined, 1);
+      // An aligned part went into the S3 upload that the completion closed: nothing to compare it with.
+      if (!piece.key) throw ServiceError.conflict('contentAlreadyComplete', 'the content was completed while these bytes were sent; send them again to have them compared');
+      const stored = await this.objects.getRange(now.s3Key, range.start, range.end);
+      const sent = await this.objects.getRange(piece.key, 0, range.end - range.start);
+      if (!(await streamsEqual(sent.body, stored.body))) {
+        throw ServiceError.conflict('contentAlreadyComplete', 'the content is complete and these bytes differ from the stored ones');
+      }
+      return { id: record._id, completedNow: false, completed: true };
+    } finally {
+      if (piece.key) await this.objects.delete(piece.key).catch(() => undefined);
+    }
   }
 
   /** The total in force after this request, checked against what is known: 409 on a contradiction. */
