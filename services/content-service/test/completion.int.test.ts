@@ -106,4 +106,25 @@ describe('completion', () => {
     expect((await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: prefix }))).Contents ?? []).toEqual([]);
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: objects.bucket, Prefix: prefix }))).Uploads ?? []).toEqual([]);
   });
+
+  it('lets one request at a time write into an S3 part: others get 503 while it streams, and a failed write gives the part back', async () => {
+    const total = P + 10;
+    const created = await put(null, 0, Buffer.alloc(100, 1), total); // a staged piece of part 1
+    const { ledger } = stores;
+    const claimBy = async (k: number, by: string | null) => ledger.savePart({ ...(await ledger.part(created.id, k)), writing: by ? { since: new Date(), by } : null });
+
+    await claimBy(2, 'another-request'); // an aligned write of part 2 (the final one) under way elsewhere
+    await expect(put(created.id, P, Buffer.alloc(10, 2), total)).rejects.toMatchObject({ status: 503, code: 'partWriting' });
+    await claimBy(1, 'another-request');
+    await expect(put(created.id, 100, Buffer.alloc(100, 2), total)).rejects.toMatchObject({ status: 503, code: 'partWriting' }); // staged pieces wait too
+    await claimBy(1, null);
+    await claimBy(2, null);
+
+    // a body that ends short fails the S3 write; the claim goes with it
+    const short = stores.uploads.write({ ownerId: owner, contentId: created.id, range: { start: P, end: P + 9, total }, declaredLength: null, contentType: null, body: Readable.from([Buffer.alloc(5, 3)]) });
+    await expect(short).rejects.toThrow();
+    expect((await ledger.part(created.id, 2)).writing ?? null).toBeNull();
+    expect((await put(created.id, P, Buffer.alloc(10, 2), total)).completedNow).toBe(false);
+    expect((await ledger.state(created.id)).parts.p2).toMatchObject({ size: 10 });
+  });
 });

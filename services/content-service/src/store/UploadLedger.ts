@@ -37,6 +37,8 @@ export interface PartRanges {
   stored: boolean;
   /** Set while one request assembles the part from its pieces. */
   assembling: Date | null;
+  /** Set while one request streams an aligned range straight into S3 part k (`by`: that request). */
+  writing?: { since: Date; by: string } | null;
 }
 
 /**

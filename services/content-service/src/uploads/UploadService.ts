@@ -127,7 +127,7 @@ export class UploadService {
       return this.createWithRange(request, request.range);
     }
     const record = await this.requireRecord(request.ownerId, request.contentId);
-    if (record.state === 'ready') return this.rewriteReady(request, record, request.range);
+    if (record.state === 'ready') return this.rewriteReady(request.body, record, request.range);
     return this.receive(record, request.range, request.body, false);
   }
 
@@ -202,16 +202,35 @@ export class UploadService {
     const known = record.total === null ? await this.ledger.state(id) : null;
     const total = this.settleTotal(record, known ?? emptyUploadState(id), range);
     const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
+    // An S3 part write cannot be undone: before it, the part is claimed under the lock (checked
+    // against what it holds), so that no other write or assembly of that part runs meanwhile.
+    const writer = randomBytes(6).toString('hex');
     if (k !== null) {
-      // Before writing into an S3 part, make sure it clashes with nothing: that write cannot be undone.
-      this.checkWritable(known ?? (await this.ledger.state(id)), [await this.ledger.part(id, k)], wanted);
+      const claimed = await this.commits.commit(id, async (view) => {
+        if (!isNew && isWithoutBookkeeping(view.state)) return false;
+        const part = await view.part(k);
+        this.checkWritable(view.state, [part], wanted);
+        part.writing = { since: this.clock(), by: writer };
+        return true;
+      });
+      if (!claimed) {
+        // Completed (or removed) since this request read its record: answered as a write to it.
+        const now = await this.contents.get(id);
+        if (now?.state === 'ready') return this.rewriteReady(body, now, range);
+        throw ServiceError.notFound('contentNotFound', `there is no content ${id}: its upload expired`);
+      }
     }
 
     const length = wanted.b - wanted.a + 1;
     let piece: Piece;
     let etag: string | null = null;
     if (k !== null) {
-      etag = await this.objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
+      try {
+        etag = await this.objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
+      } catch (error) {
+        await this.releasePartWrite(id, k, writer);
+        throw error;
+      }
       piece = { ...wanted, kind: 'part', key: null, sha256: null };
     } else {
       const key = stagedKey(id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
@@ -229,12 +248,20 @@ export class UploadService {
         const { state } = view;
         // An existing content always has bookkeeping until it is completed or removed; without it,
         // this request lost a race with its completion (or expiry) and must not bring it back.
-        if (!isNew && state.lastByte < 0 && state.total === null && Object.keys(state.parts).length === 0) {
+        if (!isNew && isWithoutBookkeeping(state)) {
           return { assemblies: [], complete: false, total: null, gone: true };
         }
         const total = this.settleTotal(record, state, range);
         const parts = await Promise.all(touched.map((n) => view.part(n)));
-        this.checkWritable(state, parts, wanted);
+        this.checkWritable(state, parts, wanted, writer);
+        if (k !== null) {
+          const part = parts[0]!;
+          if (part.writing?.by !== writer) {
+            // The claim ran out and another request may have written this part meanwhile.
+            throw ServiceError.unavailable('partWriting', 'the part was written by another request meanwhile; send it again', undefined, 1);
+          }
+          part.writing = null;
+        }
         // Under the lock, so that the sweeper (which decides under it too) sees the moved expiry.
         if ((await this.keepAlive(record)) <= now.getTime()) {
           throw ServiceError.notFound('contentNotFound', `there is no content ${id}: its upload expired`);
@@ -267,6 +294,7 @@ export class UploadService {
       });
     } catch (error) {
       if (piece.key) await this.objects.delete(piece.key).catch(() => undefined);
+      if (k !== null) await this.releasePartWrite(id, k, writer);
       throw error;
     }
     if (work.gone) return this.afterCompletion(record, range, piece);
@@ -316,8 +344,18 @@ export class UploadService {
     return total;
   }
 
-  /** Refuses writes that would clash with received bytes or with work in progress. */
-  private checkWritable(state: UploadState, parts: PartRanges[], wanted: ByteRange): void {
+  /** Drops an aligned write's claim on its part when the write failed (best effort: the claim also runs out). */
+  private async releasePartWrite(id: string, k: number, writer: string): Promise<void> {
+    await this.commits
+      .commit(id, async (view) => {
+        const part = await view.part(k);
+        if (part.writing?.by === writer) part.writing = null;
+      })
+      .catch((error: unknown) => this.logger.warn({ contentId: id, part: k, err: error }, 'could not release the claim of a failed part write; it runs out'));
+  }
+
+  /** Refuses writes that would clash with received bytes or with work in progress (other than `writer`'s own part write). */
+  private checkWritable(state: UploadState, parts: PartRanges[], wanted: ByteRange, writer?: string): void {
     if (state.expiring) throw ServiceError.notFound('contentNotFound', `there is no content ${state._id}: its upload expired`);
     if (state.completing && !this.isStale(state.completing, this.options.completionLeaseMs)) {
       throw ServiceError.unavailable('contentCompleting', 'the content is being completed right now; retry in a moment', undefined, 1);
@@ -327,6 +365,14 @@ export class UploadService {
     if (parts.some((p) => p.assembling && !this.isStale(p.assembling, this.options.assemblyLeaseMs))) {
       throw ServiceError.unavailable('partAssembling', 'the part these bytes belong to is being assembled right now; retry in a moment', undefined, 1);
     }
+    if (parts.some((p) => this.isBeingWritten(p) && p.writing!.by !== writer)) {
+      throw ServiceError.unavailable('partWriting', 'the part these bytes belong to is being written by another request right now; retry in a moment', undefined, 1);
+    }
+  }
+
+  /** An aligned write into this S3 part is under way (a claim older than the assembly lease is presumed dead). */
+  private isBeingWritten(part: PartRanges): boolean {
+    return !!part.writing && !this.isStale(new Date(part.writing.since), this.options.assemblyLeaseMs);
   }
 
   /**
@@ -338,7 +384,7 @@ export class UploadService {
     for (const k of candidates) {
       const part = await view.part(k);
       // The state's part list says what is stored (a part's own flag may lag after a half-written commit).
-      if (view.state.parts[partKey(k)] || (part.assembling && !this.isStale(part.assembling, this.options.assemblyLeaseMs))) continue;
+      if (view.state.parts[partKey(k)] || (part.assembling && !this.isStale(part.assembling, this.options.assemblyLeaseMs)) || this.isBeingWritten(part)) continue;
       const { start, end } = PartGrid.partRange(k, total);
       if (total !== null && start >= total) continue;
       if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
@@ -414,12 +460,12 @@ export class UploadService {
   }
 
   /** A write to a finished content is a harmless retry when its bytes are the stored ones. */
-  private async rewriteReady(request: WriteRequest, record: ContentRecord, range: ContentRange): Promise<WriteOutcome> {
+  private async rewriteReady(body: Readable, record: ContentRecord, range: ContentRange): Promise<WriteOutcome> {
     const total = record.total!;
     if (range.total !== null && range.total !== total) throw totalConflict(total, range.total);
     if (range.end >= total) throw ServiceError.badRequest('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
     const stored = await this.objects.getRange(record.s3Key, range.start, range.end);
-    if (!(await streamsEqual(exactBody(request.body, range.end - range.start + 1), stored.body))) {
+    if (!(await streamsEqual(exactBody(body, range.end - range.start + 1), stored.body))) {
       throw ServiceError.conflict('contentAlreadyComplete', 'the content is complete and these bytes differ from the stored ones');
     }
     return { id: record._id, completedNow: false, completed: true };
@@ -648,6 +694,11 @@ function lockName(id: string): string {
 function advancesLastByte(state: UploadState, total: number | null, b: number): boolean {
   if (b <= state.lastByte) return false;
   return total === null || state.lastByte < 0 || PartGrid.partNumberAt(b) > PartGrid.partNumberAt(state.lastByte);
+}
+
+/** An existing content has bookkeeping until it is completed or removed; a state without any means it is. */
+function isWithoutBookkeeping(state: UploadState): boolean {
+  return state.lastByte < 0 && state.total === null && Object.keys(state.parts).length === 0;
 }
 
 /** The grid parts a range has bytes in. */
