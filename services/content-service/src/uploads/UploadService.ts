@@ -234,7 +234,7 @@ export class UploadService {
       piece = { ...wanted, kind: 'part', key: null, sha256: null };
     } else {
       const key = stagedKey(id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
-      const hashing = new HashingStream();
+      const hashing = new HashingStream(length);
       await this.objects.putObject(key, pipeInto(exactBody(body, length), hashing), length, 'application/octet-stream');
       piece = { ...wanted, kind: 'staged', key, sha256: hashing.digest };
       this.metrics.piecesStaged.inc();
