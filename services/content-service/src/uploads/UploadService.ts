@@ -619,7 +619,10 @@ export class UploadService {
     await this.contents.remove(record._id);
     await this.objects.deletePrefix(stagingPrefix(record._id));
     const state = await this.ledger.state(record._id);
-    await this.ledger.forget(record._id, PartGrid.partNumberAt(Math.max(0, state.lastByte)));
+    // Parts up to the last byte received, or all of them when the total is known (an aligned write
+    // may have claimed a later part and failed).
+    const total = record.total ?? state.total;
+    await this.ledger.forget(record._id, Math.max(PartGrid.partNumberAt(Math.max(0, state.lastByte)), total ? PartGrid.partCount(total) : 0));
   }
 
   private async cleanUp(id: string, total: number): Promise<void> {
