@@ -14,6 +14,17 @@ export type CacheLookup =
   | { kind: 'dead' } // tombstone: rotated, revoked or expired
   | { kind: 'bypass' }; // a rotation is under way: read MongoDB, do not fill
 
+/**
+ * What a cache lookup says about a sid at `now`: its session, null (tombstoned, or expired since
+ * it was cached), or undefined when the cache cannot tell (a miss, a rotation under way) and
+ * MongoDB must answer.
+ */
+export function cachedAnswer(lookup: CacheLookup, now: number): { userId: string; owners: string[] } | null | undefined {
+  if (lookup.kind === 'dead') return null;
+  if (lookup.kind !== 'live') return undefined;
+  return lookup.session.sidExpiresAt > now ? { userId: lookup.session.userId, owners: lookup.session.owners } : null;
+}
+
 const DEAD = 'dead';
 const BYPASS = 'bypass';
 

@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   });
   sweeper.start();
   const bearer =
-    config.JWT_ISSUER && (config.JWT_JWKS_URL || config.JWT_JWKS_FILE)
+    config.JWT_ISSUER // with a JWKS: loadConfig refuses one without the other
       ? new BearerVerifier({
           issuer: config.JWT_ISSUER,
           audience: config.JWT_AUDIENCE,

@@ -1,7 +1,7 @@
 import { Counter, Registry } from 'prom-client';
 import type { Principal } from '@cp/credentials';
 import { RedisUnavailable } from '@cp/redis';
-import { tokenHash, type SessionCache } from '@cp/session-cache';
+import { cachedAnswer, tokenHash, type SessionCache } from '@cp/session-cache';
 import type { SessionValidator } from './authenticate';
 
 /**
@@ -34,12 +34,10 @@ export class CachedSessionValidator implements SessionValidator {
       if (!(error instanceof RedisUnavailable)) throw error;
       return this.askSessionService(sid);
     }
-    if (cached.kind !== 'live' && cached.kind !== 'dead') return this.askSessionService(sid);
+    const answer = cachedAnswer(cached, this.now());
+    if (answer === undefined) return this.askSessionService(sid);
     this.answered.inc({ by: 'cache' });
-    if (cached.kind === 'dead') return null;
-    const { session } = cached;
-    if (session.sidExpiresAt <= this.now()) return null;
-    return { kind: 'session', subject: session.userId, owners: session.owners.map((o) => o.toLowerCase()) };
+    return answer && { kind: 'session', subject: answer.userId, owners: answer.owners.map((o) => o.toLowerCase()) };
   }
 
   private askSessionService(sid: string): Promise<Principal | null> {

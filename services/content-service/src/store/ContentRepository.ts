@@ -47,7 +47,7 @@ export class ContentRepository {
    * about four times as long once another field joins the filter (3,000 records: 1.1 vs 4.4 ms).
    */
   async find(ownerId: string, id: string): Promise<ContentRecord | null> {
-    const record = await this.contents.findOne({ _id: id });
+    const record = await this.get(id);
     return record && record.ownerId === ownerId ? record : null;
   }
 

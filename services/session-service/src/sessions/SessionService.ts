@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { RedisUnavailable } from '@cp/redis';
-import { newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
+import { cachedAnswer, newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
 import type { PairDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from './Clock';
 
@@ -54,10 +54,8 @@ export class SessionService {
       if (!(error instanceof RedisUnavailable)) throw error;
       // Redis down: MongoDB answers, nothing is cached.
     }
-    if (cached?.kind === 'live') {
-      return cached.session.sidExpiresAt > now ? { userId: cached.session.userId, owners: cached.session.owners } : null;
-    }
-    if (cached?.kind === 'dead') return null;
+    const answer = cached ? cachedAnswer(cached, now) : undefined;
+    if (answer !== undefined) return answer;
 
     const startedAt = performance.now();
     const fresh = await this.lookup(sidHash, now);
