@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino';
 
 export type { Logger };
+export { redactUrl, isSecretParameter, REDACTED } from './redactUrl';
 
 export interface LoggerOptions {
   service: string;
@@ -13,8 +14,10 @@ export function createLogger({ service, level = 'info' }: LoggerOptions): Logger
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // Headers are never logged by the services; should a request object reach a log line, its
+    // credentials do not.
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-kontur-apikey"]'],
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-kontur-apikey"]', 'req.headers["x-refresh-token"]', 'req.headers["x-internal-secret"]', 'headers.authorization', 'headers.cookie'],
       censor: '[redacted]',
     },
   });

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
-import type { Logger } from '@cp/logging';
+import { type Logger, redactUrl } from '@cp/logging';
 
-/** One JSON line per finished (or aborted) request, with its request id. */
+/** One JSON line per finished (or aborted) request, with its request id; credentials in the query are masked. */
 export function accessLog(logger: Logger): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
@@ -10,7 +10,7 @@ export function accessLog(logger: Logger): RequestHandler {
       if (logged) return;
       logged = true;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const line = { reqId: req.id, method: req.method, url: req.originalUrl, status: res.statusCode, ms: Math.round(ms), outcome };
+      const line = { reqId: req.id, method: req.method, url: redactUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms), outcome };
       if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') logger.debug(line, 'request');
       else logger.info(line, 'request');
     };
