@@ -18,10 +18,11 @@ async function main(argv) {
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
-    if (flag === '--owner' && value) owners.push(value.toLowerCase()), i++;
-    else if (flag === '--ttl' && value) (ttl = parseTtl(value)), i++;
-    else if (flag === '--sub' && value) (sub = value), i++;
-    else throw new Error(`unknown argument ${flag}; usage: token --owner <uuid> [--owner ...] [--ttl 1h] [--sub <subject>]`);
+    if (!value || !['--owner', '--ttl', '--sub'].includes(flag)) throw new Error(`unknown argument ${flag}; usage: token --owner <uuid> [--owner ...] [--ttl 1h] [--sub <subject>]`);
+    if (flag === '--owner') owners.push(value.toLowerCase());
+    else if (flag === '--ttl') ttl = parseTtl(value);
+    else sub = value;
+    i++;
   }
   if (owners.length === 0) throw new Error('give at least one --owner <uuid>');
   const keys = new DevKeys(process.env.DEV_KEYS_DIR || path.join(__dirname, '..', '.local', 'dev-keys'));
