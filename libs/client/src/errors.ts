@@ -57,6 +57,27 @@ export class IntegrityError extends Error {
   override readonly name = 'IntegrityError';
 }
 
+/**
+ * The content is not in the state the command needs, as the client found out itself (not an error
+ * answer of the API): a resumed upload whose size differs from the content's, a download of a
+ * content still uploading, an upload that sent every part without the content becoming complete.
+ */
+export class ContentStateError extends Error {
+  override readonly name = 'ContentStateError';
+
+  constructor(
+    readonly code: 'totalConflict' | 'contentNotReady',
+    message: string,
+  ) {
+    super(message);
+  }
+
+  /** What to do about it, in a sentence, for people. */
+  get hint(): string {
+    return HINTS[this.code]!;
+  }
+}
+
 const HINTS: Record<string, string> = {
   invalidRange: 'the Range or Content-Range header is malformed; this is a client bug',
   missingContentRange: 'PUT needs Content-Range; this is a client bug',

@@ -1,4 +1,6 @@
-export { ContentClient, PART_SIZE, spooledParts, type ContentClientOptions, type ContentStatus, type Credentials, type DownloadOptions, type Progress, type SessionPair, type SpooledPart, type StreamUploadOptions, type UploadOptions } from './ContentClient';
-export { ApiError, CredentialsFileError, IntegrityError, TransportError } from './errors';
+export { ContentClient, PART_SIZE, type ContentClientOptions, type ContentStatus, type DownloadOptions, type Progress, type StreamUploadOptions, type UploadOptions } from './ContentClient';
+export { spooledParts, type SpooledPart } from './PartSources';
+export { type Credentials, type SessionPair } from './Session';
+export { ApiError, ContentStateError, CredentialsFileError, IntegrityError, TransportError } from './errors';
 export { checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 export { parseReceivedRanges, missingParts, splitIntoParts, type ByteRange } from './ranges';

@@ -70,8 +70,8 @@ async function main(): Promise<void> {
       assemblyLeaseMs: config.ASSEMBLY_LEASE_SECONDS * 1000,
     },
   );
-  const downloads = new DownloadService(contents, objects, uploads);
-  const sweeper = new UploadSweeper(contents, uploads, new Claims(db, 'leases'), logger, {
+  const downloads = new DownloadService(contents, objects, uploads.status);
+  const sweeper = new UploadSweeper(contents, uploads.expiry, new Claims(db, 'leases'), logger, {
     intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
     leaseMs: 10 * 60_000,
     batchSize: config.SWEEP_BATCH_SIZE,

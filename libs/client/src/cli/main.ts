@@ -2,7 +2,7 @@
 import { fstatSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ContentClient, type Credentials, type Progress } from '../ContentClient';
-import { ApiError, CredentialsFileError, IntegrityError, TransportError } from '../errors';
+import { ApiError, ContentStateError, CredentialsFileError, IntegrityError, TransportError } from '../errors';
 import { defaultConfigPath, readConfig, writeConfig, type SavedConfig } from './config';
 import { progressView } from './progress';
 
@@ -203,6 +203,8 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     return write(code, `${error.status} ${error.code}: ${error.message}${track}`, resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint, { status: error.status, code: error.code, trackId: error.trackId });
   }
+  // Found by the client itself (no answer said so): reported like the conflict it is.
+  if (error instanceof ContentStateError) return write(5, `${error.code}: ${error.message}`, error.hint, { code: error.code });
   if (error instanceof CredentialsFileError) return write(3, error.message, 'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)');
   if (error instanceof IntegrityError) return write(7, error.message, 'the bytes are not what they should be: run the command again (a download with --restart)');
   if (error instanceof TransportError) return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');

@@ -2,7 +2,7 @@ import { ServiceError } from '@cp/errors';
 import { resolveRange, type RangeRequest } from '@cp/ranges';
 import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
 import type { ObjectStore, StoredObject } from '../store/ObjectStore';
-import type { UploadService } from '../uploads/UploadService';
+import type { UploadStatusReader } from '../uploads/UploadStatus';
 
 export type ReadyContent = ContentRecord & { total: number };
 
@@ -27,7 +27,7 @@ export class DownloadService {
   constructor(
     private readonly contents: ContentRepository,
     private readonly objects: ObjectStore,
-    private readonly uploads: UploadService,
+    private readonly uploads: UploadStatusReader,
   ) {}
 
   async status(ownerId: string, id: string): Promise<ContentStatus> {

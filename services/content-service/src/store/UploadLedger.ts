@@ -1,5 +1,6 @@
 import type { Collection, Db } from 'mongodb';
 import type { ByteRange } from '../uploads/ByteRanges';
+import { stagedKey, stagingPrefix } from '../uploads/ObjectKeys';
 import { isDuplicateKey } from './Claims';
 
 /** A range received for a content: an aligned S3 part, or a piece staged as its own S3 object. */
@@ -52,14 +53,7 @@ interface StoredPartRanges extends Omit<PartRanges, 'pieces'> {
   pieces: (string | Piece)[];
 }
 
-export function stagingPrefix(contentId: string): string {
-  return `staging/${contentId}/`;
-}
-
-/** The S3 key of a staged piece. */
-export function stagedKey(contentId: string, a: number, b: number, nonce: string): string {
-  return `${stagingPrefix(contentId)}${a}-${b}.${nonce}`;
-}
+export { stagedKey, stagingPrefix };
 
 export function encodePiece(contentId: string, piece: Piece): string {
   const range = `${piece.a}-${piece.b}`;

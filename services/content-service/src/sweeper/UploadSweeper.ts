@@ -1,7 +1,8 @@
 import type { Logger } from '@cp/logging';
 import type { Claims } from '../store/Claims';
 import type { ContentRepository } from '../store/ContentRepository';
-import type { Clock, UploadService } from '../uploads/UploadService';
+import type { Clock } from '../uploads/UploadContext';
+import type { ExpiringUploads } from '../uploads/UploadExpiry';
 
 export interface UploadSweeperOptions {
   intervalMs: number;
@@ -26,7 +27,7 @@ export class UploadSweeper {
 
   constructor(
     private readonly contents: ContentRepository,
-    private readonly uploads: UploadService,
+    private readonly uploads: ExpiringUploads,
     private readonly leases: Claims,
     private readonly logger: Logger,
     private readonly options: UploadSweeperOptions,
@@ -42,8 +43,7 @@ export class UploadSweeper {
     try {
       for (const record of await this.contents.findExpired(now, this.options.batchSize)) {
         try {
-          if (!(await this.uploads.expire(record._id))) continue; // written to or completed since
-          this.uploads.metrics.swept.inc();
+          if (!(await this.uploads.expire(record._id))) continue; // written to or completed since (counted as swept otherwise)
           removed++;
           this.logger.info({ contentId: record._id, ownerId: record.ownerId, createdAt: record.createdAt }, 'expired upload removed');
         } catch (error) {

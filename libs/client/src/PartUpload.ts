@@ -1,0 +1,91 @@
+import type { ApiCalls } from './ApiCalls';
+import { ContentStateError, IntegrityError } from './errors';
+import type { PartSource, SourcePart } from './PartSources';
+import type { ContentStatus, UploadOptions } from './ContentClient';
+
+/**
+ * The one upload algorithm, whatever the parts come from: a new content is created by its first
+ * part (a POST) and the rest follow as PUTs, `concurrency` at a time; a resumed one asks the
+ * service what it holds and sends only the rest. Until the last part is read, parts name the
+ * total when it was known beforehand, else `*`; the last part names it. Returns the content id.
+ */
+export async function uploadParts(api: ApiCalls, source: PartSource, opts: UploadOptions, status: (id: string) => Promise<ContentStatus>): Promise<string> {
+  const contentHeaders: Record<string, string> = { 'content-type': opts.contentType ?? 'application/octet-stream' };
+  const known = source.size;
+  const { parts } = source;
+  let total: number | null = known;
+  let done = 0;
+  const advance = (bytes: number) => {
+    done += bytes;
+    opts.onProgress?.({ done, total });
+  };
+  const rangeOf = (p: SourcePart) => `bytes ${p.start}-${p.start + p.length - 1}/${p.last ? p.start + p.length : (known ?? '*')}`;
+  const checkLength = (p: SourcePart) => {
+    if (!p.last) return;
+    total = p.start + p.length;
+    if (known !== null && known !== total) throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
+  };
+  const send = (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) =>
+    api.call({ method, url: api.url(path), headers: { ...headers, 'content-range': rangeOf(p) }, body: p.body, contentLength: p.length, signal: opts.signal });
+
+  let id = opts.resume;
+  let received: { start: number; end: number }[] = [];
+  if (id) {
+    const now = await status(id);
+    if (known !== null && now.total !== null && now.total !== known) {
+      throw new ContentStateError('totalConflict', `content ${id} is ${now.total} bytes long, the ${source.kind} ${known}`);
+    }
+    if (now.state === 'ready') {
+      total = now.total;
+      advance(now.total ?? 0);
+      return id;
+    }
+    received = now.received;
+    const left = source.leaveOut(received);
+    if (left !== null) advance(left);
+  } else {
+    const first = await parts.next();
+    if (first.done) {
+      // Nothing to send: a one-shot upload of an empty content.
+      const res = await api.call({ method: 'POST', url: api.url(`/v1/${opts.owner}/contents`), headers: contentHeaders, body: () => Buffer.alloc(0), contentLength: 0, signal: opts.signal });
+      total = 0;
+      advance(0);
+      return (JSON.parse(res.text) as { id: string }).id;
+    }
+    const p = first.value;
+    checkLength(p);
+    const res = await send('POST', `/v1/${opts.owner}/contents`, p, contentHeaders);
+    await p.release();
+    id = (JSON.parse(res.text) as { id: string }).id;
+    advance(p.length);
+    if (p.last) return id;
+  }
+  opts.onContentId?.(id);
+  const contentId = id;
+  let failed: unknown = null;
+  await Promise.all(
+    Array.from({ length: opts.concurrency ?? 4 }, async () => {
+      while (failed === null) {
+        const next = await parts.next();
+        if (next.done) return;
+        const p = next.value;
+        try {
+          checkLength(p);
+          const end = p.start + p.length - 1;
+          if (!received.some((r) => r.start <= p.start && r.end >= end)) await send('PUT', `/v1/${opts.owner}/contents/${contentId}`, p, {});
+          await p.release();
+          advance(p.length);
+        } catch (error) {
+          failed ??= error;
+        }
+      }
+    }),
+  );
+  if (failed !== null) {
+    await parts.return?.(undefined);
+    throw failed;
+  }
+  const after = await status(contentId);
+  if (after.state !== 'ready') throw new ContentStateError('contentNotReady', `all parts were sent but content ${contentId} is not complete`);
+  return contentId;
+}

@@ -1,0 +1,106 @@
+import { createHash } from 'node:crypto';
+import { certificateDer, checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
+import type { Transport } from './transport';
+
+/** How requests prove who sends them. */
+export type Credentials =
+  | { kind: 'bearer'; token: string }
+  | { kind: 'session'; sid: string; refreshToken?: string; apiKey?: string };
+
+export interface SessionPair {
+  sid: string;
+  refreshToken: string;
+}
+
+export interface SessionOptions {
+  /** Called after a sign-in or a refresh replaced the session, so callers can save the new pair. */
+  onCredentials?: (credentials: Credentials) => void;
+}
+
+/**
+ * The credentials requests go with, and what changes them: certificate sign-in and the rotation
+ * of a session by its refresh token (one at a time, shared by concurrent callers).
+ */
+export class Session {
+  private credentials: Credentials;
+  /** The refresh under way: concurrent 401s share it (a second rotation with the same token would revoke the session). */
+  private refreshing: Promise<SessionPair> | null = null;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly base: URL,
+    credentials: Credentials,
+    private readonly options: SessionOptions,
+  ) {
+    this.credentials = credentials;
+  }
+
+  get current(): Credentials {
+    return this.credentials;
+  }
+
+  get isRefreshing(): boolean {
+    return this.refreshing !== null;
+  }
+
+  /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */
+  async signIn(opts: { certificatePem: string; privateKeyPem: string; apiKey: string; signal?: AbortSignal }): Promise<SessionPair> {
+    checkKeyPair(opts.certificatePem, opts.privateKeyPem);
+    const challenge = await this.transport.send({
+      method: 'POST',
+      url: this.url(`/auth/v5.13/authenticate-by-cert?apiKey=${encodeURIComponent(opts.apiKey)}`),
+      headers: { 'content-type': 'application/x-pem-file' },
+      body: () => Buffer.from(opts.certificatePem),
+      contentLength: Buffer.byteLength(opts.certificatePem),
+      signal: opts.signal,
+    });
+    const { EncryptedKey, Link } = JSON.parse(challenge.text) as { EncryptedKey: string; Link: { Href: string } };
+    const rnd = await decryptEncryptedKey(EncryptedKey, opts.certificatePem, opts.privateKeyPem);
+    const thumbprint = new URL(Link.Href).searchParams.get('thumbprint') ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
+    const approved = await this.transport.send({
+      method: 'POST',
+      url: this.url(`/auth/v5.13/approve-cert?thumbprint=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`),
+      headers: { 'content-type': 'application/octet-stream' },
+      body: () => rnd,
+      contentLength: rnd.length,
+      signal: opts.signal,
+    });
+    const pair = JSON.parse(approved.text) as { Sid: string; RefreshToken: string };
+    this.credentials = { kind: 'session', sid: pair.Sid, refreshToken: pair.RefreshToken, apiKey: opts.apiKey };
+    this.options.onCredentials?.(this.credentials);
+    return { sid: pair.Sid, refreshToken: pair.RefreshToken };
+  }
+
+  /** Rotates the session; the old pair stops working. Concurrent callers share one rotation. */
+  refresh(signal?: AbortSignal): Promise<SessionPair> {
+    this.refreshing ??= this.rotate(signal).finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  private async rotate(signal?: AbortSignal): Promise<SessionPair> {
+    const c = this.credentials;
+    if (c.kind !== 'session' || !c.refreshToken || !c.apiKey) throw new Error('refreshing needs a session with a refresh token and an api key');
+    const q = new URLSearchParams({ 'auth.sid': c.sid, 'refresh-token': c.refreshToken, 'api-key': c.apiKey });
+    const res = await this.transport.send({ method: 'POST', url: this.url(`/sessions/v5.13/sessions/refresh?${q}`), headers: {}, contentLength: 0, signal });
+    const pair = JSON.parse(res.text) as { Sid: string; RefreshToken: string };
+    this.credentials = { kind: 'session', sid: pair.Sid, refreshToken: pair.RefreshToken, apiKey: c.apiKey };
+    this.options.onCredentials?.(this.credentials);
+    return { sid: pair.Sid, refreshToken: pair.RefreshToken };
+  }
+
+  canRefresh(): boolean {
+    const c = this.credentials;
+    return c.kind === 'session' && !!c.refreshToken && !!c.apiKey;
+  }
+
+  authorization(): string {
+    const c = this.credentials;
+    return c.kind === 'bearer' ? `Bearer ${c.token}` : `auth.sid ${c.sid}`;
+  }
+
+  private url(path: string): URL {
+    return new URL(path, this.base);
+  }
+}

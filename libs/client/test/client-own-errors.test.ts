@@ -1,0 +1,62 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { ApiError, ContentClient, ContentStateError } from '../src';
+import { FakeContentApi } from './support/FakeContentApi';
+
+const PART = 64 * 1024;
+const OWNER = '00000000-0000-4000-8000-000000000001';
+
+describe('what the client finds out by itself', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cp-client-own-'));
+  let api: FakeContentApi;
+  let client: ContentClient;
+  /** A content the service holds the first `have` parts of, of `total` bytes. */
+  const started = (data: Buffer, have: number) => {
+    const id = randomUUID();
+    const parts = new Map<number, Buffer>();
+    for (let k = 0; k < have; k++) parts.set(k * PART, data.subarray(k * PART, (k + 1) * PART));
+    api.contents.set(id, { total: data.length, parts });
+    return id;
+  };
+
+  beforeEach(async () => {
+    api = new FakeContentApi();
+    client = new ContentClient({ baseUrl: await api.start(), credentials: { kind: 'bearer', token: 'ok' }, partSize: PART });
+  });
+  afterEach(async () => {
+    client.close();
+    await api.stop();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses to resume a content of another size with a ContentStateError, not an API error, and sends nothing', async () => {
+    const id = started(randomBytes(3 * PART), 1);
+    const path = join(dir, 'other-size.bin');
+    writeFileSync(path, randomBytes(2 * PART));
+    const error = await client.uploadFile(path, { owner: OWNER, resume: id }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ContentStateError);
+    expect(error).not.toBeInstanceOf(ApiError);
+    expect(error).toMatchObject({ name: 'ContentStateError', code: 'totalConflict', message: `content ${id} is ${3 * PART} bytes long, the file ${2 * PART}` });
+    expect((error as ContentStateError).hint).toMatch(/new content/);
+    expect(api.count('PUT')).toBe(0);
+  });
+
+  it('refuses to download a content still uploading with a ContentStateError', async () => {
+    const id = started(randomBytes(3 * PART), 1);
+    await expect(client.downloadFile(id, join(dir, 'not-ready.bin'), { owner: OWNER })).rejects.toMatchObject({ name: 'ContentStateError', code: 'contentNotReady' });
+  });
+
+  it('resumes a stream by reading through the parts the service holds and sending only the rest', async () => {
+    const data = randomBytes(3 * PART + 10);
+    const id = started(data, 2);
+    const progress: number[] = [];
+    const again = await client.uploadStream(Readable.from([data]), { owner: OWNER, resume: id, spoolDir: dir, onProgress: (p) => progress.push(p.done) });
+    expect(again).toBe(id);
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    expect(api.seen.filter((s) => s.method === 'PUT').map((s) => s.range).sort()).toEqual([`bytes ${2 * PART}-${3 * PART - 1}/*`, `bytes ${3 * PART}-${3 * PART + 9}/${data.length}`]);
+    expect(progress[progress.length - 1]).toBe(data.length);
+  });
+});

@@ -1,0 +1,173 @@
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { ServiceError } from '@cp/errors';
+import type { ContentRange } from '@cp/ranges';
+import type { ContentRecord } from '../store/ContentRepository';
+import { emptyUploadState, type Piece } from '../store/UploadLedger';
+import type { ByteRange } from './ByteRanges';
+import { exactBody, pipeInto } from './exactBody';
+import { HashingStream } from './HashingStream';
+import { stagedKey } from './ObjectKeys';
+import { PartGrid, partKey } from './PartGrid';
+import type { ReadyContentRewrites } from './ReadyContentRewrites';
+import type { UploadCompletion } from './UploadCompletion';
+import type { UploadContext, WriteOutcome } from './UploadContext';
+import { claimWork, type Work } from './WorkClaims';
+import { advancesLastByte, checkWritable, expired, extendedExpiry, isWithoutBookkeeping, partsTouched, settleTotal } from './WriteAdmission';
+
+/**
+ * Stores one range of an unfinished content: a range that is exactly a grid part streams straight
+ * into UploadPart (claimed first, as that cannot be undone); any other range is staged as its own
+ * S3 object. Then, under the content's lock, the bookkeeping is checked again and updated, and
+ * any assembly or the completion this range makes possible is claimed and run.
+ */
+export class RangeWriter {
+  constructor(
+    private readonly ctx: UploadContext,
+    private readonly rewrites: ReadyContentRewrites,
+    private readonly completion: UploadCompletion,
+  ) {}
+
+  async write(record: ContentRecord, range: ContentRange, body: Readable, isNew: boolean): Promise<WriteOutcome> {
+    const { commits, clock, leases, contents, ledger } = this.ctx;
+    const id = record._id;
+    const wanted: ByteRange = { a: range.start, b: range.end };
+
+    // The total decides whether a short range on a part boundary is the final part; it is looked up
+    // only when the record does not have it. Everything is checked again under the lock.
+    const known = record.total === null ? await ledger.state(id) : null;
+    const total = settleTotal(record, known ?? emptyUploadState(id), range);
+    const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
+    // An S3 part write cannot be undone: before it, the part is claimed under the lock (checked
+    // against what it holds), so that no other write or assembly of that part runs meanwhile.
+    const writer = randomBytes(6).toString('hex');
+    if (k !== null) {
+      const claimed = await commits.commit(id, async (view) => {
+        if (!isNew && isWithoutBookkeeping(view.state)) return false;
+        const part = await view.part(k);
+        checkWritable(view.state, [part], wanted, leases, clock());
+        part.writing = { since: clock(), by: writer };
+        return true;
+      });
+      if (!claimed) {
+        // Completed (or removed) since this request read its record: answered as a write to it.
+        const now = await contents.get(id);
+        if (now?.state === 'ready') return this.rewrites.rewrite(body, now, range);
+        throw expired(id);
+      }
+    }
+
+    const stored = await this.store(record, wanted, k, body, writer);
+    let work: Work;
+    try {
+      work = await this.record(record, range, stored, k, writer, isNew);
+    } catch (error) {
+      if (stored.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
+      if (k !== null) await this.releasePartWrite(id, k, writer);
+      throw error;
+    }
+    if (work.gone) return this.rewrites.afterCompletion(record, range, stored.piece);
+    if (k !== null) this.ctx.metrics.partsStored.inc({ via: 'direct' });
+    const { piece } = stored;
+    if (work.duplicate && piece.key) await this.ctx.objects.delete(piece.key).catch(() => undefined);
+    if (work.replaced?.key && work.replaced.key !== piece.key) await this.ctx.objects.delete(work.replaced.key).catch(() => undefined);
+    const completedNow = await this.completion.run(record, work);
+    return { id, completedNow, completed: completedNow };
+  }
+
+  /** The bytes into S3: straight into part k (claimed by `writer`), or staged as a piece of their own. */
+  private async store(record: ContentRecord, wanted: ByteRange, k: number | null, body: Readable, writer: string): Promise<{ piece: Piece; etag: string | null }> {
+    const { objects, metrics } = this.ctx;
+    const length = wanted.b - wanted.a + 1;
+    if (k !== null) {
+      let etag: string;
+      try {
+        etag = await objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
+      } catch (error) {
+        await this.releasePartWrite(record._id, k, writer);
+        throw error;
+      }
+      return { piece: { ...wanted, kind: 'part', key: null, sha256: null }, etag };
+    }
+    const key = stagedKey(record._id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
+    const hashing = new HashingStream(length);
+    await objects.putObject(key, pipeInto(exactBody(body, length), hashing), length, 'application/octet-stream');
+    metrics.piecesStaged.inc();
+    metrics.stagedBytes.inc(length);
+    return { piece: { ...wanted, kind: 'staged', key, sha256: hashing.digest }, etag: null };
+  }
+
+  /** Under the content's lock: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */
+  private record(record: ContentRecord, range: ContentRange, stored: { piece: Piece; etag: string | null }, k: number | null, writer: string, isNew: boolean): Promise<Work> {
+    const { commits, clock, leases } = this.ctx;
+    const { piece, etag } = stored;
+    const wanted: ByteRange = { a: piece.a, b: piece.b };
+    const touched = partsTouched(wanted);
+    return commits.commit(record._id, async (view) => {
+      const now = clock();
+      const { state } = view;
+      // An existing content always has bookkeeping until it is completed or removed; without it,
+      // this request lost a race with its completion (or expiry) and must not bring it back.
+      if (!isNew && isWithoutBookkeeping(state)) {
+        return { assemblies: [], complete: false, total: null, gone: true };
+      }
+      const total = settleTotal(record, state, range);
+      const parts = await Promise.all(touched.map((n) => view.part(n)));
+      checkWritable(state, parts, wanted, leases, clock(), writer);
+      if (k !== null) {
+        const part = parts[0]!;
+        if (part.writing?.by !== writer) {
+          // The claim ran out and another request may have written this part meanwhile.
+          throw ServiceError.unavailable('partWriting', 'the part was written by another request meanwhile; send it again', undefined, 1);
+        }
+        part.writing = null;
+      }
+      // Under the lock, so that the sweeper (which decides under it too) sees the moved expiry.
+      if ((await this.keepAlive(record)) <= now.getTime()) throw expired(record._id);
+      const earlier = parts[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b);
+      if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.some((p) => state.parts[partKey(p.k)])) {
+        // A retry of a piece already assembled into (one of) its parts: fine when the bytes are
+        // the same ones; other bytes cannot replace them there (nor only in a neighbour part).
+        if (earlier.sha256 !== piece.sha256) {
+          throw ServiceError.conflict('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
+        }
+        // The retry may come after a completion that failed: it gets to claim the work again.
+        return { ...(await claimWork(view, total, touched, now, leases)), duplicate: true };
+      }
+      let replaced: Piece | undefined;
+      for (const part of parts) {
+        replaced = part.pieces.find((p) => p.a === wanted.a && p.b === wanted.b) ?? replaced;
+        part.pieces = [...part.pieces.filter((p) => !(p.a === wanted.a && p.b === wanted.b)), piece].sort((x, y) => x.a - y.a);
+        if (k !== null) part.stored = true;
+      }
+      if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: wanted.b - wanted.a + 1 };
+      const namesTotal = total !== null && record.total === null && state.total === null;
+      if (record.total === null) state.total = total;
+      if (advancesLastByte(state, total, wanted.b)) state.lastByte = wanted.b;
+      // Naming the total may have made the final part complete, whoever sent its bytes.
+      const candidates = new Set(touched);
+      if (namesTotal) candidates.add(PartGrid.partCount(total));
+      const work = await claimWork(view, total, [...candidates], now, leases);
+      return { ...work, replaced };
+    });
+  }
+
+  /** Drops an aligned write's claim on its part when the write failed (best effort: the claim also runs out). */
+  private async releasePartWrite(id: string, k: number, writer: string): Promise<void> {
+    await this.ctx.commits
+      .commit(id, async (view) => {
+        const part = await view.part(k);
+        if (part.writing?.by === writer) part.writing = null;
+      })
+      .catch((error: unknown) => this.ctx.logger.warn({ contentId: id, part: k, err: error }, 'could not release the claim of a failed part write; it runs out'));
+  }
+
+  /** Moves the expiry of an upload that is written to (see extendedExpiry); returns the expiry in force. */
+  private async keepAlive(record: ContentRecord): Promise<number> {
+    const moved = extendedExpiry(record, this.ctx.clock().getTime(), this.ctx.uploadTtlMs);
+    if (moved === null) return record.expiresAt.getTime();
+    await this.ctx.contents.extend(record._id, new Date(moved));
+    record.expiresAt = new Date(moved);
+    return moved;
+  }
+}

@@ -1,0 +1,133 @@
+import type { ContentRecord } from '../store/ContentRepository';
+import { isNotFound, unquote } from '../store/ObjectStore';
+import type { Piece } from '../store/UploadLedger';
+import type { PartAssembler } from './PartAssembler';
+import { PartGrid, partKey } from './PartGrid';
+import type { UploadCleanup } from './UploadCleanup';
+import type { UploadContext } from './UploadContext';
+import { claimCompletion, type Work } from './WorkClaims';
+import { partsTouched } from './WriteAdmission';
+
+/**
+ * Runs what a request claimed under the content's lock: the assembly of covered parts from their
+ * staged pieces, then, for the one holder of the completion claim, CompleteMultipartUpload after
+ * checking with ListParts that S3 holds the recorded parts.
+ */
+export class UploadCompletion {
+  constructor(
+    private readonly ctx: UploadContext,
+    private readonly assembler: PartAssembler,
+    private readonly cleanup: UploadCleanup,
+  ) {}
+
+  /** Runs the assemblies and completion claimed under the lock; true when this request completed the content. */
+  async run(record: ContentRecord, work: Work): Promise<boolean> {
+    const { commits, metrics, clock, leases, ledger } = this.ctx;
+    let complete = work.complete;
+    for (const assembly of work.assemblies) {
+      let result: { etag: string; size: number };
+      const timer = metrics.assemblySeconds.startTimer();
+      try {
+        result = await this.assembler.assemble(record, assembly.k, work.total, assembly.pieces);
+        timer();
+        metrics.partsStored.inc({ via: 'assembled' });
+      } catch (error) {
+        await commits.commit(record._id, async (view) => {
+          (await view.part(assembly.k)).assembling = null;
+        });
+        throw error;
+      }
+      complete = await commits.commit(record._id, async (view) => {
+        const part = await view.part(assembly.k);
+        part.stored = true;
+        part.assembling = null;
+        view.state.parts[partKey(assembly.k)] = result;
+        return claimCompletion(view.state, record.total ?? view.state.total, clock(), leases);
+      });
+      await this.dropAssembledPieces(record._id, assembly.k, assembly.pieces);
+    }
+    if (!complete) return false;
+    return this.complete(record, work.total ?? (await ledger.state(record._id)).total!);
+  }
+
+  /**
+   * Deletes the staged objects of part k's pieces now that k is stored, except those that also hold
+   * bytes of a neighbouring part not stored yet (that part's assembly still reads them).
+   */
+  private async dropAssembledPieces(id: string, k: number, pieces: Piece[]): Promise<void> {
+    const neighbours = new Map<number, boolean>();
+    const storedPart = async (n: number) => {
+      if (n === k) return true;
+      if (!neighbours.has(n)) neighbours.set(n, (await this.ctx.ledger.part(id, n)).stored);
+      return neighbours.get(n)!;
+    };
+    const keys: string[] = [];
+    for (const piece of pieces) {
+      if (!piece.key) continue;
+      let all = true;
+      for (const n of partsTouched(piece)) all &&= await storedPart(n);
+      if (all) keys.push(piece.key);
+    }
+    await this.ctx.objects.deleteMany(keys).catch(() => undefined);
+  }
+
+  /**
+   * Called by the holder of the completion claim: CompleteMultipartUpload, then the record says
+   * ready. True when the content is complete; false when S3 turned out to hold other bytes than
+   * the bookkeeping says for some parts (written by a request that failed after its UploadPart,
+   * or by two requests racing on one part): those parts are dropped, to be sent again.
+   */
+  private async complete(record: ContentRecord, total: number): Promise<boolean> {
+    const { ledger, commits, objects, contents, metrics, clock, logger } = this.ctx;
+    try {
+      // Noted before S3 completes the object: if this process dies after it, the sweeper still
+      // deletes the staged objects and bookkeeping (finishCleanup).
+      await ledger.noteCleanup(record._id, total, clock());
+      const state = await ledger.state(record._id);
+      const expected = PartGrid.partCount(total);
+      const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, ...state.parts[partKey(i + 1)]! }));
+      const inDoubt = await this.partsInDoubt(record, parts);
+      if (inDoubt.length > 0) {
+        await commits.commit(record._id, async (view) => {
+          for (const k of inDoubt) {
+            delete view.state.parts[partKey(k)];
+            Object.assign(await view.part(k), { pieces: [], stored: false, assembling: null });
+          }
+          view.state.completing = null;
+        });
+        logger.warn({ contentId: record._id, parts: inDoubt }, 'S3 holds other bytes than recorded for these parts; they are dropped and must be sent again');
+        return false;
+      }
+      let etag: string;
+      try {
+        etag = await objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts);
+      } catch (error) {
+        // An earlier holder may have completed the upload before it could record so.
+        const existing = isNotFound(error) ? await objects.head(record.s3Key) : null;
+        if (existing === null || existing.contentLength !== total) throw error;
+        etag = existing.etag;
+      }
+      await contents.markReady(record._id, total, etag, clock());
+      metrics.completed.inc();
+    } catch (error) {
+      await commits.commit(record._id, async (view) => {
+        view.state.completing = null;
+      });
+      throw error;
+    }
+    await this.cleanup.afterCompletion(record._id, total).catch((error: unknown) => logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
+    return true;
+  }
+
+  /** The parts whose ETag or size in S3 is not the recorded one (none when S3 has completed the upload already). */
+  private async partsInDoubt(record: ContentRecord, parts: { partNumber: number; etag: string; size: number }[]): Promise<number[]> {
+    let actual: Map<number, { etag: string; size: number }>;
+    try {
+      actual = await this.ctx.objects.listParts(record.s3Key, record.uploadId!);
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+    return parts.filter((p) => actual.get(p.partNumber)?.etag !== unquote(p.etag) || actual.get(p.partNumber)?.size !== p.size).map((p) => p.partNumber);
+  }
+}

@@ -1,0 +1,64 @@
+import type { Readable } from 'node:stream';
+import type { Logger } from '@cp/logging';
+import type { ContentRange } from '@cp/ranges';
+import type { ContentRepository } from '../store/ContentRepository';
+import type { LedgerCommits } from '../store/LedgerCommits';
+import type { Locks } from '../store/Locks';
+import type { ObjectStore } from '../store/ObjectStore';
+import type { UploadLedger } from '../store/UploadLedger';
+import type { PartAssembler } from './PartAssembler';
+import type { UploadMetrics } from './UploadMetrics';
+import type { Leases } from './WriteAdmission';
+
+export type Clock = () => Date;
+
+export interface UploadServiceOptions extends Leases {
+  /** How long an unfinished upload lives after its last write before the sweeper removes it. */
+  uploadTtlMs: number;
+  clock?: Clock;
+}
+
+export interface UploadServiceDeps {
+  contents: ContentRepository;
+  ledger: UploadLedger;
+  objects: ObjectStore;
+  assembler: PartAssembler;
+  locks: Locks;
+  logger: Logger;
+  /** Counters for operators; a private registry when not given. */
+  metrics?: UploadMetrics;
+}
+
+/** What every unit of the upload machinery works with: the stores, the content's lock, the clock. */
+export interface UploadContext {
+  contents: ContentRepository;
+  ledger: UploadLedger;
+  objects: ObjectStore;
+  /** Changes to a content's bookkeeping, under its lock. */
+  commits: LedgerCommits;
+  logger: Logger;
+  metrics: UploadMetrics;
+  clock: Clock;
+  leases: Leases;
+  uploadTtlMs: number;
+}
+
+/** One write request: a POST (contentId null) or a PUT of a range, with its body. */
+export interface WriteRequest {
+  ownerId: string;
+  contentId: string | null;
+  /** Null for a one-shot POST of the whole content. */
+  range: ContentRange | null;
+  /** The body length the client announced; null for a chunked body. */
+  declaredLength: number | null;
+  contentType: string | null;
+  body: Readable;
+}
+
+export interface WriteOutcome {
+  id: string;
+  /** True when this request completed the content (a PUT answers 201). */
+  completedNow: boolean;
+  /** Whether the content is ready after this request. */
+  completed: boolean;
+}

@@ -1,0 +1,57 @@
+import type { LedgerView } from '../store/LedgerCommits';
+import type { Piece, UploadState } from '../store/UploadLedger';
+import { covers } from './ByteRanges';
+import { PartGrid, partKey } from './PartGrid';
+import { isBeingWritten, isStale, type Leases } from './WriteAdmission';
+
+export interface Assembly {
+  k: number;
+  pieces: Piece[];
+}
+
+/** What a request claimed under the content's lock, to do after releasing it. */
+export interface Work {
+  assemblies: Assembly[];
+  complete: boolean;
+  total: number | null;
+  /** The piece replaced by a retry of the same range (its object is deleted). */
+  replaced?: Piece;
+  /** The range was already assembled with these very bytes: nothing was changed. */
+  duplicate?: boolean;
+  /** The content's bookkeeping is gone (completed or removed since the request read its record): nothing was changed. */
+  gone?: boolean;
+}
+
+/**
+ * Under the content's lock: claims the assembly of every candidate part that is covered and not
+ * yet stored, and the completion when every part is stored.
+ */
+export async function claimWork(view: LedgerView, total: number | null, candidates: number[], now: Date, leases: Leases): Promise<Work> {
+  const assemblies: Assembly[] = [];
+  for (const k of candidates) {
+    const part = await view.part(k);
+    // The state's part list says what is stored (a part's own flag may lag after a half-written commit).
+    if (view.state.parts[partKey(k)] || (part.assembling && !isStale(part.assembling, leases.assemblyLeaseMs, now)) || isBeingWritten(part, leases, now)) continue;
+    const { start, end } = PartGrid.partRange(k, total);
+    if (total !== null && start >= total) continue;
+    if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
+    part.assembling = now;
+    assemblies.push({ k, pieces: part.pieces });
+  }
+  const complete = assemblies.length === 0 && claimCompletion(view.state, total, now, leases);
+  return { assemblies, complete, total };
+}
+
+/** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
+export function claimCompletion(state: UploadState, total: number | null, now: Date, leases: Leases): boolean {
+  if (total === null || total === 0) return false;
+  if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) return false;
+  const expected = PartGrid.partCount(total);
+  for (let k = 1; k <= expected; k++) {
+    const stored = state.parts[partKey(k)];
+    const size = PartGrid.partRange(k, total).end - PartGrid.partRange(k, total).start + 1;
+    if (!stored || stored.size !== size) return false;
+  }
+  state.completing = now;
+  return true;
+}
