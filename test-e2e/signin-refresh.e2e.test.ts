@@ -3,6 +3,7 @@
 // user removed, auth-service down), and the maximum session lifetime. Short windows run on extra
 // session-service replicas (with their own gateway) sharing the stack's database and Redis.
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { call, type Answer } from './support/http';
@@ -177,7 +178,8 @@ describe('session refresh through the gateway', () => {
     let shortGateway: string; // SESSION_MAX_LIFETIME_SECONDS=3
 
     async function start(name: string, env: Record<string, string>, port?: number): Promise<ServiceHandle> {
-      const handle = await startService(name, { env: { LOG_LEVEL: 'warn', ...env }, logDir: join(testStack().logDir, 'refresh-windows'), port });
+      // LOG_LEVEL info: every request is logged, which the last test reads.
+      const handle = await startService(name, { env: { ...env, LOG_LEVEL: 'info' }, logDir: join(testStack().logDir, 'refresh-windows'), port });
       started.push(handle);
       return handle;
     }
@@ -242,6 +244,19 @@ describe('session refresh through the gateway', () => {
       expect(back.status).toBe(200);
       expect(await probe(user.owners[0]!, (back.json() as Pair).Sid)).toBe(404);
       expect(await probe(user.owners[0]!, pair.Sid)).toBe(401);
+    });
+
+    it('logs no sid, refresh token or api key, whichever form they came in', async () => {
+      const { cert } = await newUser('logs');
+      const first = await signIn(cert, apiKey);
+      const res = await refreshAt(graceGateway, { 'auth.sid': first.Sid, 'refresh-token': first.RefreshToken, 'api-key': apiKey });
+      expect(res.status).toBe(200);
+      const second = res.json() as Pair;
+      expect((await headerForm(graceGateway, second, apiKey)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 300));
+      const logs = started.map((s) => readFileSync(s.logFile, 'utf8')).join('\n');
+      expect(logs).toContain('/sessions/v5.13/sessions/refresh?auth.sid=[redacted]');
+      for (const secret of [first.Sid, first.RefreshToken, second.Sid, second.RefreshToken, apiKey]) expect(logs).not.toContain(secret);
     });
 
     it('refuses a refresh past the maximum lifetime with SessionTooOld, and the sids it issued end with the sign-in', async () => {

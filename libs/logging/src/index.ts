@@ -14,7 +14,7 @@ export function createLogger({ service, level = 'info' }: LoggerOptions): Logger
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-kontur-apikey"]'],
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-kontur-apikey"]', 'req.headers["x-refresh-token"]'],
       censor: '[redacted]',
     },
   });
