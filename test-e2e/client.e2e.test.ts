@@ -116,6 +116,7 @@ describe('the client library against the running system', () => {
     let key: string;
     let apiKey: string;
     let signedOwner: string;
+    let signedUser: string; // a refresh checks that the user is still registered
 
     beforeAll(async () => {
       const pki = new TestPki();
@@ -123,7 +124,7 @@ describe('the client library against the running system', () => {
       await admin('trust', 'add', '--cert', root.certPath);
       const user = pki.issue('client-user', root);
       signedOwner = randomUUID();
-      await registerUser(user, [signedOwner]);
+      signedUser = (await registerUser(user, [signedOwner])).userId;
       apiKey = await newApiKey();
       cert = readFileSync(user.certPath, 'utf8');
       key = readFileSync(user.keyPath, 'utf8');
@@ -194,7 +195,7 @@ describe('the client library against the running system', () => {
       const stack = testStack();
       const shortLived = await startService('session-service', { logDir: stack.logDir, env: { ...stack.sessionEnv, SID_TTL_SECONDS: '1', LOG_LEVEL: 'warn' } });
       try {
-        const created = await postJson(`${shortLived.url}/internal/sessions`, { userId: randomUUID(), owners: [signedOwner] }, { 'x-internal-secret': stack.internalSecret });
+        const created = await postJson(`${shortLived.url}/internal/sessions`, { userId: signedUser, owners: [signedOwner] }, { 'x-internal-secret': stack.internalSecret });
         await sleep(1500); // the sid is now expired; its refresh token lives on
         let saved: unknown = null;
         const c = new ContentClient({

@@ -70,12 +70,21 @@ describe('certificate sign-in through the gateway', () => {
     expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(first.Sid) })).status).toBe(401);
     expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(second.Sid) })).status).toBe(200);
 
-    // The old refresh token again: 403, and the whole family is revoked, the new pair included.
+    // The old pair again right away (a lost answer): the same new pair, nothing else changes.
+    const retried = await refresh(first.Sid, first.RefreshToken, apiKey);
+    expect(retried.status).toBe(200);
+    expect(retried.json()).toEqual(second);
+    expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(first.Sid) })).status).toBe(401);
+
+    // Once the new pair was refreshed in turn, the old refresh token is a reuse: 403, and the
+    // whole family is revoked, the newest pair included.
+    const third = (await refresh(second.Sid, second.RefreshToken, apiKey)).json() as { Sid: string; RefreshToken: string };
+    expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(third.Sid) })).status).toBe(200);
     const reused = await refresh(first.Sid, first.RefreshToken, apiKey);
     expect(reused.status).toBe(403);
     expect(reused.json().Code).toBe('RefreshTokenReused');
-    expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(second.Sid) })).status).toBe(401);
-    expect((await refresh(second.Sid, second.RefreshToken, apiKey)).status).toBe(403);
+    expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(third.Sid) })).status).toBe(401);
+    expect((await refresh(third.Sid, third.RefreshToken, apiKey)).status).toBe(403);
   });
 
   it('refreshes with the sid given as `sid` and the api key as X-Kontur-Apikey', async () => {

@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     metrics: new ServiceMetrics('auth-service'),
     signIn,
     apiKeys,
+    users,
     internalSecret: config.INTERNAL_SECRET,
     publicBaseUrl: config.PUBLIC_BASE_URL,
     isDraining: () => draining,

@@ -68,7 +68,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
       { users, trust, rnds: new RndStore(redis, 5), sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecret), clock, logger },
       { rndTtlSeconds: 600 },
     );
-    const app = buildApp({ logger, metrics: new ServiceMetrics('auth-test'), signIn, apiKeys, internalSecret: stack.internalSecret, readiness: [], isDraining: () => false });
+    const app = buildApp({ logger, metrics: new ServiceMetrics('auth-test'), signIn, apiKeys, users, internalSecret: stack.internalSecret, readiness: [], isDraining: () => false });
     server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/auth/v5.13`;

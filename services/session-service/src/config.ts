@@ -18,6 +18,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       AUTH_SERVICE_URL: env.url(),
       SID_TTL_SECONDS: env.int(30 * DAY, 1),
       REFRESH_TTL_SECONDS: env.int(45 * DAY, 1),
+      /** No refresh past this long after the sign-in (and no sid or refresh token outlives it). */
+      SESSION_MAX_LIFETIME_SECONDS: env.int(90 * DAY, 1),
+      /** A retry with a just-rotated refresh token (and its sid) gets the same new pair for this long. */
+      REFRESH_GRACE_SECONDS: env.int(30, 0),
       /** Longest time a sid lookup stays in Redis (also the tombstone lifetime). */
       CACHE_TTL_SECONDS: env.int(60, 1),
       SWEEP_INTERVAL_SECONDS: env.int(600, 1),

@@ -8,6 +8,7 @@ import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
+import { HttpRegistrationChecker } from './store/RegistrationChecker';
 import { connectRedis } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { SessionRepository } from './store/SessionRepository';
@@ -25,8 +26,14 @@ async function main(): Promise<void> {
     repo,
     new SessionCache(redis, config.CACHE_TTL_SECONDS),
     systemClock,
-    { sidTtlMs: config.SID_TTL_SECONDS * 1000, refreshTtlMs: config.REFRESH_TTL_SECONDS * 1000 },
+    {
+      sidTtlMs: config.SID_TTL_SECONDS * 1000,
+      refreshTtlMs: config.REFRESH_TTL_SECONDS * 1000,
+      maxLifetimeMs: config.SESSION_MAX_LIFETIME_SECONDS * 1000,
+      graceMs: config.REFRESH_GRACE_SECONDS * 1000,
+    },
     logger,
+    new HttpRegistrationChecker(config.AUTH_SERVICE_URL, config.INTERNAL_SECRET),
   );
   const sweeper = new SessionSweeper(repo, systemClock, logger, {
     intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,

@@ -9,6 +9,7 @@ import type { Clock } from '../src/sessions/Clock';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { connectRedis, type Redis } from '@cp/redis';
+import type { RegistrationChecker } from '../src/store/RegistrationChecker';
 import { SessionRepository } from '../src/store/SessionRepository';
 
 const DAY = 24 * 3600 * 1000;
@@ -46,6 +47,11 @@ describe('sessions against MongoDB and Redis', () => {
   let replicaA: SessionService;
   let replicaB: SessionService;
   let withoutRedis: SessionService;
+  // The auth-service's answer while nobody removes anything: the owners the user signed in with
+  // (refresh.int.test.ts covers removals and changed owners).
+  const stillRegistered: RegistrationChecker = {
+    check: async (userId) => ({ registered: true, owners: (await db.collection('session_families').findOne({ userId }))?.owners ?? [] }),
+  };
 
   beforeAll(async () => {
     const url = process.env.MONGODB_URL ?? 'mongodb://127.0.0.1:27017/';
@@ -55,9 +61,9 @@ describe('sessions against MongoDB and Redis', () => {
     await repo.ensureIndexes();
     redis = await ready(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', logger));
     deadRedis = connectRedis(`redis://127.0.0.1:${await closedPort()}`, logger);
-    replicaA = new SessionService(repo, new SessionCache(redis, 60), clock, lifetimes, logger);
-    replicaB = new SessionService(new SessionRepository(db), new SessionCache(redis, 60), clock, lifetimes, logger);
-    withoutRedis = new SessionService(new SessionRepository(db), new SessionCache(deadRedis, 60), clock, lifetimes, logger);
+    replicaA = new SessionService(repo, new SessionCache(redis, 60), clock, lifetimes, logger, stillRegistered);
+    replicaB = new SessionService(new SessionRepository(db), new SessionCache(redis, 60), clock, lifetimes, logger, stillRegistered);
+    withoutRedis = new SessionService(new SessionRepository(db), new SessionCache(deadRedis, 60), clock, lifetimes, logger, stillRegistered);
   });
 
   afterAll(async () => {
@@ -93,6 +99,7 @@ describe('sessions against MongoDB and Redis', () => {
     const pair = await replicaA.create(randomUUID(), [randomUUID()]);
     const next = await replicaA.refresh(pair.Sid, pair.RefreshToken);
     expect(await replicaA.validate(next.Sid)).not.toBeNull(); // now cached
+    clock.offsetMs = 31_000; // past the grace window (30 s), in which a retry gets `next` back
     await expect(replicaB.refresh(pair.Sid, pair.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'RefreshTokenReused' });
     expect(await replicaA.validate(next.Sid)).toBeNull();
     await expect(replicaA.refresh(next.Sid, next.RefreshToken)).rejects.toMatchObject({ status: 403 });

@@ -64,7 +64,7 @@ export class CertificateSignIn {
     if (outcome === 'missing') throw ServiceError.forbidden('RndBytesNotFound', 'no rnd is waiting for this certificate (none issued, used, or expired)');
     if (outcome === 'wrong') throw ServiceError.forbidden('WrongKey', 'the rnd does not match');
     const user = await this.deps.users.user(registered.userId);
-    return this.deps.sessions.create(registered.userId, user?.owners ?? []);
+    return this.deps.sessions.create(registered.userId, user?.owners ?? [], registered._id);
   }
 }
 

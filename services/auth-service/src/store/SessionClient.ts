@@ -7,7 +7,8 @@ export interface SessionPair {
 
 /** Creates sessions through the session-service's internal endpoint. */
 export interface SessionCreator {
-  create(userId: string, owners: string[]): Promise<SessionPair>;
+  /** `thumbprint`: the certificate signed in with; each refresh checks it is still registered. */
+  create(userId: string, owners: string[], thumbprint: string): Promise<SessionPair>;
 }
 
 export class HttpSessionClient implements SessionCreator {
@@ -16,13 +17,13 @@ export class HttpSessionClient implements SessionCreator {
     private readonly secret: string,
   ) {}
 
-  async create(userId: string, owners: string[]): Promise<SessionPair> {
+  async create(userId: string, owners: string[], thumbprint: string): Promise<SessionPair> {
     let res: Response;
     try {
       res = await fetch(new URL('/internal/sessions', this.baseUrl), {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-internal-secret': this.secret },
-        body: JSON.stringify({ userId, owners }),
+        body: JSON.stringify({ userId, owners, thumbprint }),
         signal: AbortSignal.timeout(10_000),
       });
     } catch (error) {

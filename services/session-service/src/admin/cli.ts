@@ -9,6 +9,7 @@ import { connectRedis } from '@cp/redis';
 import { systemClock } from '../sessions/Clock';
 import { SessionService } from '../sessions/SessionService';
 import { SessionCache } from '@cp/session-cache';
+import type { RegistrationChecker } from '../store/RegistrationChecker';
 import { SessionRepository } from '../store/SessionRepository';
 
 const USAGE = `usage:
@@ -19,6 +20,11 @@ environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 class UsageError extends Error {}
+
+/** The command line only revokes; it never refreshes, so it never asks the auth-service. */
+const notRefreshing: RegistrationChecker = {
+  check: () => Promise.reject(new Error('the sessions command line does not refresh')),
+};
 
 async function main(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { user: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
@@ -47,7 +53,7 @@ async function main(argv: string[]): Promise<void> {
       });
     });
     const ttl = Number(process.env.CACHE_TTL_SECONDS || 60);
-    const sessions = new SessionService(repo, new SessionCache(redis, ttl), systemClock, { sidTtlMs: 0, refreshTtlMs: 0 }, logger);
+    const sessions = new SessionService(repo, new SessionCache(redis, ttl), systemClock, { sidTtlMs: 0, refreshTtlMs: 0 }, logger, notRefreshing);
     const revoked = await sessions.revokeUser(userId);
     process.stdout.write(`revoked ${revoked} session${revoked === 1 ? '' : 's'} of user ${userId}\n`);
     if (!redisReady && revoked > 0) {

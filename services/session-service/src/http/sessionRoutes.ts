@@ -12,7 +12,7 @@ export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): 
     if (!REFRESH_PATH.test(req.path)) return next();
     if (req.method !== 'POST') throw new ServiceError(405, 'MethodNotAllowed', 'use POST');
     const sid = firstOf(req, ['auth.sid', 'sid']) ?? sidFromHeaders(req);
-    const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']);
+    const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']) ?? header(req, 'x-refresh-token');
     const apiKey = firstOf(req, ['api-key', 'apiKey']) ?? header(req, 'x-kontur-apikey');
     const missing = [!sid && 'auth.sid', !refreshToken && 'refresh-token', !apiKey && 'api-key'].filter(Boolean);
     if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
@@ -28,11 +28,14 @@ export function internalRoutes(sessions: SessionService): Router {
   const router = Router();
   router.use(express.json({ limit: '16kb' }));
   router.post('/sessions', async (req, res) => {
-    const { userId, owners } = (req.body ?? {}) as { userId?: unknown; owners?: unknown };
+    const { userId, owners, thumbprint } = (req.body ?? {}) as { userId?: unknown; owners?: unknown; thumbprint?: unknown };
     if (typeof userId !== 'string' || !userId || !Array.isArray(owners) || !owners.every((o) => typeof o === 'string')) {
-      throw ServiceError.badRequest('MissingParameters', 'send {"userId": "...", "owners": ["..."]}');
+      throw ServiceError.badRequest('MissingParameters', 'send {"userId": "...", "owners": ["..."], "thumbprint": "<sha-1 hex>"}');
     }
-    res.status(201).json(await sessions.create(userId, owners.map((o: string) => o.toLowerCase())));
+    if (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint))) {
+      throw ServiceError.badRequest('MissingParameters', 'thumbprint must be the SHA-1 of the certificate, hex');
+    }
+    res.status(201).json(await sessions.create(userId, owners.map((o: string) => o.toLowerCase()), thumbprint));
   });
   router.post('/sessions/validate', async (req, res) => {
     const { sid } = (req.body ?? {}) as { sid?: unknown };

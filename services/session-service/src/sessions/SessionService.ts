@@ -4,12 +4,20 @@ import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { RedisUnavailable } from '@cp/redis';
 import { cachedAnswer, newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
-import type { PairDoc, SessionRepository } from '../store/SessionRepository';
+import type { RegistrationChecker } from '../store/RegistrationChecker';
+import type { FamilyDoc, NextPair, RotationDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from './Clock';
+import { openPair, sealPair } from './SealedPair';
 
 export interface SessionLifetimes {
   sidTtlMs: number;
   refreshTtlMs: number;
+  /** No refresh past this long after the sign-in; no sid or refresh token outlives it (default 90 days). */
+  maxLifetimeMs?: number;
+  /** How long a retry with a just-rotated refresh token gets the same pair back (default 30 s). */
+  graceMs?: number;
+  /** How long a refresh that lost the claim to a concurrent one waits to read it (default 3 s). */
+  claimWaitMs?: number;
 }
 
 export interface IssuedPair {
@@ -33,13 +41,29 @@ export class SessionService {
     private readonly clock: Clock,
     private readonly lifetimes: SessionLifetimes,
     private readonly logger: Logger,
+    private readonly registrations: RegistrationChecker,
   ) {}
 
-  async create(userId: string, owners: string[]): Promise<IssuedPair> {
+  private get maxLifetimeMs(): number {
+    return this.lifetimes.maxLifetimeMs ?? 90 * 24 * 3600 * 1000;
+  }
+
+  private get graceMs(): number {
+    return this.lifetimes.graceMs ?? 30_000;
+  }
+
+  private get claimWaitMs(): number {
+    return this.lifetimes.claimWaitMs ?? 3_000;
+  }
+
+  /** A new sign-in; `thumbprint` is the certificate's, checked again on every refresh. */
+  async create(userId: string, owners: string[], thumbprint?: string): Promise<IssuedPair> {
     const now = this.clock.now();
-    const familyId = randomUUID();
-    await this.repo.insertFamily({ _id: familyId, userId, owners, createdAt: now, revokedAt: null });
-    return this.issuePair(familyId, userId, owners, now);
+    const family: FamilyDoc = { _id: randomUUID(), userId, owners, ...(thumbprint ? { thumbprint: thumbprint.toUpperCase() } : {}), createdAt: now, revokedAt: null };
+    await this.repo.insertFamily(family);
+    const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
+    await this.repo.insertPair({ ...this.pairFor(issued, userId, owners, now, this.endOf(family)), familyId: family._id });
+    return issued;
   }
 
   /** The session a sid stands for, or null when it is unknown, expired, rotated or revoked. */
@@ -78,10 +102,15 @@ export class SessionService {
   }
 
   /**
-   * Rotates the pair: exactly one of concurrent refreshes with one RefreshToken wins (an insert
-   * claim keyed by its hash); the loser, and anyone presenting a used token later, revokes the
-   * family. The old sid is marked in Redis before the claim, so that no replica serves it from
-   * the cache once this returns; Redis not answering stops the refresh before anything changes.
+   * Rotates the pair. The new pair is made first and sealed into the rotation claim (an insert
+   * keyed by the used token's hash), so that one insert both decides the winner among concurrent
+   * refreshes and records what was issued. Whoever then presents the same token and sid within
+   * the grace window (a retry after a lost answer, a concurrent loser, a retry after a crash
+   * between the claim and the pair's insert) finishes the same rotation and gets the same pair;
+   * outside the window, or with another sid, it is a reuse and the family is revoked. The old
+   * sid is marked in Redis before the claim, so that no replica serves it from the cache once
+   * this returns; Redis or the auth-service not answering stops the refresh before anything
+   * changes. See the README's design notes for each step's crash behaviour.
    */
   async refresh(sid: string, refreshToken: string): Promise<IssuedPair> {
     const now = this.clock.now();
@@ -89,32 +118,90 @@ export class SessionService {
     const sidHash = tokenHash(sid);
     if (!refreshHash) throw refused('InvalidRefreshToken', 'the refresh token is unknown');
     const [pair, rotation] = await Promise.all([this.repo.findPairByRefresh(refreshHash), this.repo.findRotation(refreshHash)]);
-    if (rotation) {
-      await this.revokeFamily(rotation.familyId, now);
-      throw refused('RefreshTokenReused', 'the refresh token was used already; the session is revoked');
-    }
+    if (rotation) return this.replay(rotation, refreshToken, sidHash);
     if (!pair) throw refused('InvalidRefreshToken', 'the refresh token is unknown');
-    if (pair.refreshExpiresAt.getTime() <= now.getTime()) throw refused('RefreshTokenExpired', 'the refresh token has expired; sign in again');
     if (!sidHash || !sameHash(sidHash, pair._id)) throw refused('SidMismatch', 'the auth.sid does not belong to this refresh token');
     const family = await this.repo.findFamily(pair.familyId);
     if (!family || family.revokedAt) throw refused('SessionRevoked', 'the session was revoked; sign in again');
+    const endsAt = this.endOf(family);
+    if (endsAt.getTime() <= now.getTime()) throw refused('SessionTooOld', 'the session has reached its maximum lifetime; sign in again');
+    if (pair.refreshExpiresAt.getTime() <= now.getTime()) throw refused('RefreshTokenExpired', 'the refresh token has expired; sign in again');
+
+    const registration = await this.registrations.check(family.userId, family.thumbprint);
+    if (!registration.registered) {
+      await this.revokeFamily(family._id, now);
+      throw registration.reason === 'UserRemoved'
+        ? refused('UserRemoved', 'the user is no longer registered; the session is revoked')
+        : refused('CertificateRemoved', 'the certificate signed in with is no longer registered; the session is revoked');
+    }
 
     await this.cache.bypass(pair._id).catch(redisDown);
-    const claimed = await this.repo.claimRotation({ _id: refreshHash, familyId: pair.familyId, sidHash: pair._id, at: now, expiresAt: pair.refreshExpiresAt });
-    if (!claimed) {
-      await this.revokeFamily(pair.familyId, now);
+    const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
+    const claim: RotationDoc = {
+      _id: refreshHash,
+      familyId: pair.familyId,
+      sidHash: pair._id,
+      at: now,
+      expiresAt: pair.refreshExpiresAt,
+      next: this.pairFor(issued, family.userId, registration.owners.map((o) => o.toLowerCase()), now, endsAt),
+      sealed: sealPair(refreshToken, refreshHash, issued),
+      graceUntil: new Date(now.getTime() + this.graceMs),
+    };
+    if (await this.repo.claimRotation(claim)) return this.finish(claim, issued);
+    // Another refresh with this token claimed first: its pair is in its claim.
+    return this.replay(await this.claimOf(refreshHash), refreshToken, sidHash);
+  }
+
+  /**
+   * A token that was rotated already. Within the grace window, with the sid it was issued with,
+   * and while the pair issued for it is unused, the same pair again (finishing its rotation if
+   * that was cut short); otherwise a reuse: the family is revoked (RFC 9700 §4.14).
+   */
+  private async replay(rotation: RotationDoc, refreshToken: string, sidHash: string | null): Promise<IssuedPair> {
+    const now = this.clock.now();
+    const inGrace = rotation.sealed !== undefined && rotation.next !== undefined && rotation.graceUntil !== undefined && rotation.graceUntil.getTime() > now.getTime();
+    const issued = inGrace && sidHash && sameHash(sidHash, rotation.sidHash) ? openPair(refreshToken, rotation._id, rotation.sealed!) : null;
+    // The successor already rotated: whoever retries the old token now is not the one who got it.
+    if (!issued || (await this.repo.findRotation(rotation.next!.refreshHash))) {
+      await this.revokeFamily(rotation.familyId, now);
       throw refused('RefreshTokenReused', 'the refresh token was used already; the session is revoked');
     }
-    const issued = await this.issuePair(pair.familyId, pair.userId, pair.owners, now);
-    await this.cache.tombstone(pair._id).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'));
-    await this.repo.deletePair(pair).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
+    const family = await this.repo.findFamily(rotation.familyId);
+    if (!family || family.revokedAt) throw refused('SessionRevoked', 'the session was revoked; sign in again');
+    return this.finish(rotation, issued);
+  }
+
+  /**
+   * The steps after the claim, each idempotent so that any refresh holding the claim's token can
+   * run them again: write the new pair, tombstone the old sid, delete the old pair.
+   */
+  private async finish(rotation: RotationDoc, issued: IssuedPair): Promise<IssuedPair> {
+    await this.repo.ensurePair({ ...rotation.next!, familyId: rotation.familyId });
+    await this.cache.tombstone(rotation.sidHash).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'));
+    await this.repo.deletePair({ _id: rotation.sidHash, refreshHash: rotation._id }).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
     // A reuse elsewhere may have revoked the family while this rotation ran.
-    const after = await this.repo.findFamily(pair.familyId);
+    const after = await this.repo.findFamily(rotation.familyId);
     if (!after || after.revokedAt) {
-      await this.revokeFamily(pair.familyId, now);
+      await this.revokeFamily(rotation.familyId, this.clock.now());
       throw refused('SessionRevoked', 'the session was revoked; sign in again');
     }
     return issued;
+  }
+
+  /** The claim a concurrent refresh inserted; waited for a bounded while, then 503 (nothing revoked). */
+  private async claimOf(refreshHash: string): Promise<RotationDoc> {
+    const deadline = performance.now() + this.claimWaitMs;
+    for (;;) {
+      const rotation = await this.repo.findRotation(refreshHash);
+      if (rotation) return rotation;
+      if (performance.now() >= deadline) throw ServiceError.unavailable('ServiceUnavailable', 'another refresh with this token is under way; retry', undefined, 1);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** When a family stops being refreshable: its sign-in plus the maximum session lifetime. */
+  private endOf(family: Pick<FamilyDoc, 'createdAt'>): Date {
+    return new Date(family.createdAt.getTime() + this.maxLifetimeMs);
   }
 
   /** Revokes a whole family (RFC 9700 §4.14): MongoDB first, then tombstones for every sid of it. */
@@ -137,21 +224,18 @@ export class SessionService {
     }
   }
 
-  private async issuePair(familyId: string, userId: string, owners: string[], now: Date): Promise<IssuedPair> {
-    const Sid = newToken();
-    const RefreshToken = newToken();
-    const doc: PairDoc = {
-      _id: tokenHash(Sid)!,
-      refreshHash: tokenHash(RefreshToken)!,
-      familyId,
+  /** The stored form of a new pair; neither expiry goes past the family's end. */
+  private pairFor(issued: IssuedPair, userId: string, owners: string[], now: Date, endsAt: Date): NextPair {
+    const end = endsAt.getTime();
+    return {
+      _id: tokenHash(issued.Sid)!,
+      refreshHash: tokenHash(issued.RefreshToken)!,
       userId,
       owners,
-      sidExpiresAt: new Date(now.getTime() + this.lifetimes.sidTtlMs),
-      refreshExpiresAt: new Date(now.getTime() + this.lifetimes.refreshTtlMs),
+      sidExpiresAt: new Date(Math.min(now.getTime() + this.lifetimes.sidTtlMs, end)),
+      refreshExpiresAt: new Date(Math.min(now.getTime() + this.lifetimes.refreshTtlMs, end)),
       createdAt: now,
     };
-    await this.repo.insertPair(doc);
-    return { Sid, RefreshToken };
   }
 }
 

@@ -5,6 +5,8 @@ export interface FamilyDoc {
   _id: string;
   userId: string;
   owners: string[];
+  /** SHA-1 of the certificate signed in with (upper-case hex); absent on families from before it was kept. */
+  thumbprint?: string;
   createdAt: Date;
   revokedAt: Date | null;
 }
@@ -32,7 +34,15 @@ export interface RotationDoc {
   sidHash: string;
   at: Date;
   expiresAt: Date; // when the used RefreshToken would have expired; kept until then for reuse detection
+  /** The pair issued for this token (hashes, expiries, owners): enough to write its PairDoc again. */
+  next?: NextPair;
+  /** That pair's Sid and RefreshToken, encrypted under a key derived from the used token (SealedPair). */
+  sealed?: string;
+  /** Until when a retry with the used token gets `sealed` back; the sweeper erases `sealed` after it. */
+  graceUntil?: Date;
 }
+
+export type NextPair = Omit<PairDoc, 'familyId'>;
 
 /**
  * Finds a pair by its RefreshToken's hash with an `_id` lookup: FerretDB scans the whole
@@ -77,6 +87,15 @@ export class SessionRepository {
     await this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt });
   }
 
+  /**
+   * Writes a pair that may have been written already (a refresh finishing a rotation that a
+   * concurrent or crashed one claimed): duplicate keys mean it is there.
+   */
+  async ensurePair(doc: PairDoc): Promise<void> {
+    await ignoreDuplicate(this.pairs.insertOne(doc));
+    await ignoreDuplicate(this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }));
+  }
+
   findPairBySid(sidHash: string): Promise<PairDoc | null> {
     return this.pairs.findOne({ _id: sidHash });
   }
@@ -98,13 +117,7 @@ export class SessionRepository {
 
   /** True when this caller is the one that rotates `doc._id`; false when it was used before. */
   async claimRotation(doc: RotationDoc): Promise<boolean> {
-    try {
-      await this.rotations.insertOne(doc);
-      return true;
-    } catch (error) {
-      if (error instanceof MongoServerError && error.code === 11000) return false;
-      throw error;
-    }
+    return ignoreDuplicate(this.rotations.insertOne(doc));
   }
 
   async deletePair(pair: Pick<PairDoc, '_id' | 'refreshHash'>): Promise<void> {
@@ -138,6 +151,8 @@ export class SessionRepository {
   async sweep(now: Date, familyMaxAgeMs: number, batch = 200): Promise<number> {
     let removed = (await this.pairs.deleteMany({ refreshExpiresAt: { $lte: now } })).deletedCount;
     removed += (await this.rotations.deleteMany({ expiresAt: { $lte: now } })).deletedCount;
+    // Past its grace window a sealed pair is never opened again: erase it.
+    await this.rotations.updateMany({ graceUntil: { $lte: now }, sealed: { $exists: true } }, { $unset: { sealed: '' } });
     await this.refreshKeys.deleteMany({ expiresAt: { $lte: now } });
     const old = await this.families
       .find({ createdAt: { $lte: new Date(now.getTime() - familyMaxAgeMs) }, _id: { $gt: this.familyCursor } }, { projection: { _id: 1 } })
@@ -151,5 +166,16 @@ export class SessionRepository {
       removed += (await this.families.deleteOne({ _id })).deletedCount;
     }
     return removed;
+  }
+}
+
+/** True when the insert happened, false when the key was taken. */
+async function ignoreDuplicate(insert: Promise<unknown>): Promise<boolean> {
+  try {
+    await insert;
+    return true;
+  } catch (error) {
+    if (error instanceof MongoServerError && error.code === 11000) return false;
+    throw error;
   }
 }
