@@ -10,6 +10,8 @@ describe('redactUrl', () => {
     ['/x?client_secret=S&access_token=T&myKey=K', '/x?client_secret=[redacted]&access_token=[redacted]&myKey=[redacted]'],
     ['/v1/a/contents/b', '/v1/a/contents/b'],
     ['/x?free&thumbprint=1', '/x?free&thumbprint=1'],
+    ['/x?refreshToken=E&bad=%E0%A4%A', '/x?refreshToken=[redacted]&bad=%E0%A4%A'],
+    ['/x?api%2Dkey%E0=S', '/x?api%2Dkey%E0=[redacted]'],
   ])('masks the secret parameters of %s', (url, expected) => {
     expect(redactUrl(url)).toBe(expected);
   });
