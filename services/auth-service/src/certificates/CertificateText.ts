@@ -60,15 +60,17 @@ export function parseCertificates(body: Buffer, maxCertificates = MAX_CERTIFICAT
 }
 
 export function parseDer(der: Buffer): ParsedCertificate {
-  const asn1 = asn1js.fromBER(new Uint8Array(der).buffer);
-  if (asn1.offset === -1 || asn1.offset !== der.length) throw new CertUnreadable('not a single DER structure');
   let cert: Certificate;
   let facts: CertificateFacts;
   try {
+    const asn1 = asn1js.fromBER(new Uint8Array(der).buffer);
+    if (asn1.offset === -1 || asn1.offset !== der.length) throw new CertUnreadable('not a single DER structure');
     cert = new Certificate({ schema: asn1.result });
     facts = factsOf(cert, der);
   } catch (error) {
-    throw new CertUnreadable(`not an X.509 certificate: ${(error as Error).message}`);
+    if (error instanceof CertUnreadable) throw error;
+    // Whatever pkijs or asn1js throw on hostile input (not always an Error) means unreadable.
+    throw new CertUnreadable(`not an X.509 certificate: ${(error as Error)?.message ?? String(error)}`);
   }
   return { der, cert, thumbprint: thumbprintOf(der), facts };
 }

@@ -21,11 +21,14 @@ export interface PathLimits {
   maxSignatureChecks: number;
   /** Most candidate issuers looked at for one path search (bounds the search without crypto too). */
   maxSteps: number;
-  /** Wall-clock budget for one path search. */
+  /**
+   * Wall-clock budget for one path search. Loops and long chains end on names alone (no
+   * cryptography); this bounds the crowded cases where many candidates need their signature checked.
+   */
   budgetMs: number;
 }
 
-export const DEFAULT_PATH_LIMITS: PathLimits = { maxDepth: 8, maxSignatureChecks: 48, maxSteps: 500, budgetMs: 100 };
+export const DEFAULT_PATH_LIMITS: PathLimits = { maxDepth: 8, maxSignatureChecks: 16, maxSteps: 500, budgetMs: 150 };
 
 export type PathVerdict =
   | { valid: true; /** leaf first, the trusted root last */ path: ParsedCertificate[] }
@@ -69,7 +72,32 @@ export async function buildPath(leaf: ParsedCertificate, sources: PathSources, n
   };
   const verified = new Map<string, boolean>();
 
-  // `path` holds leaf..child; `visited` the thumbprints on it.
+  /** Verifies every signature of a complete path, leaf first; false at the first that fails. */
+  const signaturesHold = async (path: ParsedCertificate[]): Promise<boolean> => {
+    for (let i = 0; i + 1 < path.length; i++) {
+      const child = path[i]!;
+      const issuer = path[i + 1]!;
+      const pair = `${child.thumbprint}>${issuer.thumbprint}`;
+      let ok = verified.get(pair);
+      if (ok === undefined) {
+        if (signatureChecks >= limits.maxSignatureChecks || Date.now() - started > limits.budgetMs) {
+          fail(GAVE_UP, 'no path to a trusted root was found within the limits of path building');
+          return false;
+        }
+        signatureChecks++;
+        ok = await child.cert.verify(issuer.cert).catch(() => false);
+        verified.set(pair, ok);
+      }
+      if (!ok) {
+        fail(i + 1, `the signature on "${child.facts.subject}" does not verify with the key of "${issuer.facts.subject}"`);
+        return false;
+      }
+    }
+    return true;
+  };
+
+  // Names, key identifiers and policy first; signatures only once a path reaches a root, so
+  // loops and long chains cost no cryptography. `path` holds leaf..child; `visited` its thumbprints.
   const extend = async (path: ParsedCertificate[], visited: Set<string>): Promise<ParsedCertificate[] | undefined> => {
     const child = path[path.length - 1]!;
     const depth = path.length; // issuers above the leaf once a candidate is added
@@ -97,34 +125,26 @@ export async function buildPath(leaf: ParsedCertificate, sources: PathSources, n
         fail(depth, `the issuer "${issuer.facts.subject}" was removed from the trusted certificates`);
         continue;
       }
+      if (verified.get(`${child.thumbprint}>${issuer.thumbprint}`) === false) continue;
       const isRoot = rootIds.has(issuer.thumbprint);
-      const role = isRoot ? 'the root' : 'the intermediate';
       const casBelow = path.slice(1).filter((c) => c.facts.subjectKey !== c.facts.issuerKey).length;
-      const problem = certificateProblem(issuer.facts, now, role) ?? issuerProblem(issuer.facts, casBelow) ?? (child === path[0] ? undefined : signatureProblem(child.facts, 'the intermediate'));
+      const problem =
+        certificateProblem(issuer.facts, now, isRoot ? 'the root' : 'the intermediate') ??
+        issuerProblem(issuer.facts, casBelow) ??
+        (child === path[0] ? undefined : signatureProblem(child.facts, 'the intermediate'));
       if (problem) {
         fail(depth, problem);
         continue;
       }
-      if (signatureChecks >= limits.maxSignatureChecks) {
-        fail(GAVE_UP, 'no path to a trusted root was found within the limits of path building');
-        return undefined;
+      const longer = [...path, issuer];
+      if (isRoot) {
+        if (await signaturesHold(longer)) return longer;
+      } else {
+        visited.add(issuer.thumbprint);
+        const found = await extend(longer, visited);
+        visited.delete(issuer.thumbprint);
+        if (found) return found;
       }
-      const pair = `${child.thumbprint}>${issuer.thumbprint}`;
-      let ok = verified.get(pair);
-      if (ok === undefined) {
-        signatureChecks++;
-        ok = await child.cert.verify(issuer.cert).catch(() => false);
-        verified.set(pair, ok);
-      }
-      if (!ok) {
-        fail(depth, `the signature on "${child.facts.subject}" does not verify with the key of "${issuer.facts.subject}"`);
-        continue;
-      }
-      if (isRoot) return [...path, issuer];
-      visited.add(issuer.thumbprint);
-      const found = await extend([...path, issuer], visited);
-      visited.delete(issuer.thumbprint);
-      if (found) return found;
       if (best?.depth === GAVE_UP) return undefined;
     }
     return undefined;

@@ -33,6 +33,8 @@ export class TrustStore {
   private readonly docs: Collection<TrustedCertDoc>;
   private readonly removedDocs: Collection<RemovedCertDoc>;
   private cached: { at: number; anchors: TrustAnchors } | undefined;
+  /** Certificates already decoded, by thumbprint: a re-read decodes only what is new. */
+  private decoded = new Map<string, ParsedCertificate>();
 
   constructor(
     db: Db,
@@ -47,15 +49,20 @@ export class TrustStore {
     if (this.cached && Date.now() - this.cached.at < maxAgeMs) return this.cached.anchors;
     const [docs, removed] = await Promise.all([this.docs.find({}).toArray(), this.removedDocs.find({}, { projection: { _id: 1 } }).toArray()]);
     const anchors: TrustAnchors = { roots: [], intermediates: [], removed: new Set(removed.map((d) => d._id)) };
+    const decoded = new Map<string, ParsedCertificate>();
     for (const doc of docs) {
-      let parsed: ParsedCertificate;
-      try {
-        parsed = parseDer(Buffer.from(doc.der.buffer));
-      } catch {
-        continue; // written by hand? it cannot anchor anything
+      let parsed = this.decoded.get(doc._id);
+      if (!parsed) {
+        try {
+          parsed = parseDer(Buffer.from(doc.der.buffer));
+        } catch {
+          continue; // written by hand? it cannot anchor anything
+        }
       }
+      decoded.set(doc._id, parsed);
       (doc.kind === 'root' ? anchors.roots : anchors.intermediates).push(parsed);
     }
+    this.decoded = decoded;
     this.cached = { at: Date.now(), anchors };
     return anchors;
   }
