@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { MongoClient } from 'mongodb';
 import { crossSignedLoop, longChain, makeCert, makeLeaf, makeRoot, newKey, type MadeCert } from '../services/auth-service/test/support/TestCertificates';
 import { call } from './support/http';
@@ -82,6 +83,54 @@ describe('certificate chains', () => {
       const capped = await authenticate([leaf, ...chain.slice(0, 9)].map((c) => c.pem).join(''), { apiKey });
       expect(capped.status).toBe(406);
       expect(serverMs(capped)).toBeLessThan(LIMIT_MS);
+    });
+
+    it('answers a self-issued cycle and a body of 300 look-alike CAs with 406 within 200 ms of server time', async () => {
+      const tag = randomUUID().slice(0, 6);
+      const selfIssued = await makeCert(`E2E Cycle CA ${tag}`, await makeRoot(`E2E Cycle Signer ${tag}`), { ca: true, issuerName: `E2E Cycle CA ${tag}`, noKeyIds: true });
+      const cycleUser = await makeLeaf(`e2e-cycle-user-${tag}`, selfIssued, { noKeyIds: true });
+      await registerMade(cycleUser);
+      const cycle = await authenticate(cycleUser.pem + selfIssued.pem + selfIssued.pem, { apiKey });
+      expect(cycle.status).toBe(406);
+      const crowdCa = await makeRoot(`E2E Crowd CA ${tag}`);
+      const crowdUser = await makeLeaf(`e2e-crowd-user-${tag}`, crowdCa);
+      await registerMade(crowdUser);
+      const crowd = await authenticate(crowdUser.pem + crowdCa.pem.repeat(300), { apiKey });
+      expect(crowd.status).toBe(406);
+      console.log(`self-issued cycle: server ${serverMs(cycle).toFixed(1)} ms; 301 certificates: server ${serverMs(crowd).toFixed(1)} ms`);
+      expect(serverMs(cycle)).toBeLessThan(LIMIT_MS);
+      expect(serverMs(crowd)).toBeLessThan(LIMIT_MS);
+    });
+
+    it('answers fuzzed bodies (mixes of real, mutated and junk certificates in PEM, base64 and DER) without a 500, each within 200 ms of server time', async () => {
+      const loop = await crossSignedLoop(`E2E Fuzz ${randomUUID().slice(0, 6)}`);
+      await registerMade(loop.leaf);
+      const real = [loop.leaf, loop.a, loop.b, loop.aByB, loop.bByA].map((c) => c.der);
+      const mutated = fc.tuple(fc.constantFrom(...real), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 })).map(([der, edits]) => {
+        const b = Buffer.from(der);
+        for (const [at, v] of edits) b[at % b.length] = v;
+        return b;
+      });
+      const der = fc.oneof(fc.constantFrom(...real), mutated, fc.uint8Array({ minLength: 1, maxLength: 300 }).map((u) => Buffer.from(u)));
+      const pemOf = (d: Buffer) => `-----BEGIN CERTIFICATE-----\n${d.toString('base64')}\n-----END CERTIFICATE-----\n`;
+      const body = fc.oneof(
+        fc.array(der, { minLength: 1, maxLength: 14 }).map((ds) => Buffer.from(ds.map(pemOf).join(''))),
+        der.map((d) => Buffer.from(d.toString('base64'))),
+        der,
+      );
+      const statuses = new Map<number, number>();
+      let slowest = 0;
+      await fc.assert(
+        fc.asyncProperty(body, async (b) => {
+          const res = await authenticate(b, { apiKey });
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          expect([200, 403, 406]).toContain(res.status);
+          slowest = Math.max(slowest, serverMs(res));
+          expect(serverMs(res)).toBeLessThan(LIMIT_MS);
+        }),
+        { numRuns: 80 },
+      );
+      console.log(`fuzzed bodies: statuses ${JSON.stringify(Object.fromEntries(statuses))}, slowest ${slowest.toFixed(1)} ms of server time`);
     });
 
     it('answers 403 UnknownCertificate fast for an unregistered leaf sent with a loop', async () => {
