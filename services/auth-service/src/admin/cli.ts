@@ -144,7 +144,7 @@ async function main(argv: string[]): Promise<void> {
         break;
       }
       case 'trust list': {
-        for (const d of await new TrustStore(db).list()) process.stdout.write(`${d.kind} ${d._id} ${d.subject}\n`);
+        for (const d of await new TrustStore(db).list()) process.stdout.write(`${d.kind} ${d._id} ${d.subject}${d.learned ? ' (remembered from a chain that validated)' : ''}\n`);
         break;
       }
       default:
