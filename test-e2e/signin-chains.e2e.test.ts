@@ -10,7 +10,7 @@ import { crossSignedLoop, longChain, makeCert, makeLeaf, makeRoot, newKey, type 
 import { call } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { cpuDuring, processUsage } from './support/procStats';
-import { admin, authenticate, newApiKey, registerUser, serverMs } from './support/signin';
+import { admin, approve, authenticate, newApiKey, registerUser, serverMs } from './support/signin';
 import { testStack } from './support/stack';
 
 const LIMIT_MS = 200;
@@ -131,6 +131,15 @@ describe('certificate chains', () => {
         { numRuns: 80 },
       );
       console.log(`fuzzed bodies: statuses ${JSON.stringify(Object.fromEntries(statuses))}, slowest ${slowest.toFixed(1)} ms of server time`);
+    });
+
+    it('answers 413 BodyTooLarge for a certificate body over 2 MiB and an rnd body over 4 KiB', async () => {
+      const big = await authenticate(Buffer.alloc(2 * 1024 * 1024 + 1, 'A'), { apiKey });
+      expect(big.status).toBe(413);
+      expect(big.json().Code).toBe('BodyTooLarge');
+      const rnd = await approve('0123456789ABCDEF0123456789ABCDEF01234567', Buffer.alloc(4097), apiKey);
+      expect(rnd.status).toBe(413);
+      expect(rnd.json().Code).toBe('BodyTooLarge');
     });
 
     it('answers 403 UnknownCertificate fast for an unregistered leaf sent with a loop', async () => {

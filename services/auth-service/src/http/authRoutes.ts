@@ -10,7 +10,8 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
   const router = Router();
   // Large enough for a body of hundreds of certificates to be counted and refused with 406
   // (their number is checked before anything is decoded); a real chain is a few KiB.
-  const body = express.raw({ type: () => true, limit: '2mb' });
+  const certificateBody = express.raw({ type: () => true, limit: '2mb' });
+  const rndBody = express.raw({ type: () => true, limit: '4kb' }); // the rnd is 48 bytes
   router.use((req, res, next) => {
     const m = PREFIX.exec(req.path);
     if (!m) return next();
@@ -20,6 +21,7 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     const timed = (): void => {
       if (!res.headersSent) res.setHeader('Server-Timing', `auth;dur=${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(1)}`);
     };
+    const body = m[2] === 'authenticate-by-cert' ? certificateBody : rndBody;
     body(req, res, (error?: unknown) => {
       if (error) {
         timed();
