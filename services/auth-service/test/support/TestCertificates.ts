@@ -7,7 +7,8 @@ import * as asn1js from 'asn1js';
 import { AttributeTypeAndValue, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, RelativeDistinguishedNames } from 'pkijs';
 import { usePkijsEngine } from '../../src/certificates/pkijsEngine';
 
-const subtle = webcrypto.subtle as unknown as SubtleCrypto;
+const subtle = webcrypto.subtle;
+type CryptoKey = webcrypto.CryptoKey;
 const DAY = 24 * 3600 * 1000;
 
 export type KeySpec = { kind: 'ec' } | { kind: 'rsa'; bits: number };
@@ -53,7 +54,7 @@ export async function newKey(spec: KeySpec = { kind: 'ec' }, hash: 'SHA-1' | 'SH
     spec.kind === 'ec'
       ? { name: 'ECDSA', namedCurve: 'P-256' }
       : { name: 'RSASSA-PKCS1-v1_5', modulusLength: spec.bits, publicExponent: new Uint8Array([1, 0, 1]), hash };
-  const pair = (await subtle.generateKey(params, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const pair = (await subtle.generateKey(params, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const spki = Buffer.from(await subtle.exportKey('spki', pair.publicKey));
   const asn1 = asn1js.fromBER(new Uint8Array(spki).buffer);
   const bitString = (asn1.result as asn1js.Sequence).valueBlock.value[1] as asn1js.BitString;
