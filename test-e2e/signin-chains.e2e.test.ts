@@ -316,6 +316,12 @@ describe('certificate chains', () => {
       const res = await authenticate(stranger.pem, { apiKey: freeKey, free: 'true' });
       expect(res.status).toBe(403);
       expect(res.json().Code).toBe('UnknownCertificate');
+      // free=true does not make a weak RSA key acceptable.
+      const weak = await makeLeaf('e2e-free-rsa1024', await makeRoot(`E2E Free Weak ${randomUUID().slice(0, 6)}`), { key: await newKey({ kind: 'rsa', bits: 1024 }) });
+      await registerMade(weak);
+      const refused = await authenticate(weak.pem, { apiKey: freeKey, free: 'true' });
+      expect(refused.status).toBe(406);
+      expect(refused.json().Message).toContain('1024 bits');
     });
   });
 
