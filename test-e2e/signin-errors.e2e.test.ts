@@ -16,6 +16,7 @@ describe('certificate sign-in refusals', () => {
   let intermediate: Issued;
   let user: Issued;
   let apiKey: string;
+  let freeKey: string; // created with --allow-free
   const chain = (c: Issued) => c.pem + intermediate.pem;
 
   beforeAll(async () => {
@@ -24,6 +25,7 @@ describe('certificate sign-in refusals', () => {
     user = pki.issue('errors-user', intermediate);
     await admin('trust', 'add', '--cert', root.certPath);
     apiKey = await newApiKey();
+    freeKey = await newApiKey({ allowFree: true });
     await registerUser(user);
   });
 
@@ -74,13 +76,16 @@ describe('certificate sign-in refusals', () => {
         const res = await authenticate(sent, { apiKey });
         expect(res.status).toBe(406);
         expect(res.json().Code).toBe('CertNotValid');
-        // free=true skips the chain check (case-insensitive); the rnd still opens with openssl.
+        // free=true skips the chain check (case-insensitive) for a key allowed to; the rnd still opens with openssl.
         for (const free of ['true', 'TRUE', 'True']) {
-          const loose = await authenticate(cert.pem, { apiKey, free });
+          const refused = await authenticate(cert.pem, { apiKey, free });
+          expect(refused.status).toBe(403);
+          expect(refused.json().Code).toBe('FreeNotAllowed');
+          const loose = await authenticate(cert.pem, { apiKey: freeKey, free });
           expect(loose.status).toBe(200);
           expect(decryptEncryptedKey(loose.json().EncryptedKey, cert).length).toBe(48);
         }
-        expect((await authenticate(sent, { apiKey, free: 'False' })).status).toBe(406);
+        expect((await authenticate(sent, { apiKey: freeKey, free: 'False' })).status).toBe(406);
       });
     });
 

@@ -36,8 +36,8 @@ export async function sessionsAdmin(...args: string[]): Promise<string> {
   return stdout;
 }
 
-export async function newApiKey(): Promise<string> {
-  return (await admin('apikey', 'create', '--label', 'e2e')).trim();
+export async function newApiKey(opts: { allowFree?: boolean } = {}): Promise<string> {
+  return (await admin('apikey', 'create', '--label', 'e2e', ...(opts.allowFree ? ['--allow-free'] : []))).trim();
 }
 
 export interface TestUser {
@@ -58,7 +58,14 @@ export async function authenticate(body: Buffer | string | undefined, opts: { ap
   if (opts.apiKey !== undefined) q.set('apiKey', opts.apiKey);
   if (opts.free !== undefined) q.set('free', opts.free);
   const qs = q.toString();
-  return call(authUrl(`authenticate-by-cert${qs ? `?${qs}` : ''}`), { method: 'POST', body: body === undefined ? undefined : Buffer.from(body), headers: opts.headers });
+  return call(authUrl(`authenticate-by-cert${qs ? `?${qs}` : ''}`), { method: 'POST', body: body === undefined ? undefined : Buffer.from(body), headers: opts.headers, signal: AbortSignal.timeout(30_000) });
+}
+
+/** The auth-service's own time for a request (its Server-Timing header), in milliseconds. */
+export function serverMs(res: Answer): number {
+  const m = /auth;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '');
+  if (!m) throw new Error('no Server-Timing from the auth-service');
+  return Number(m[1]);
 }
 
 export async function approve(thumbprint: string | undefined, rnd: Buffer | undefined, apiKey: string | undefined): Promise<Answer> {

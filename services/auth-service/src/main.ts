@@ -3,6 +3,7 @@ import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
 import { buildApp } from './app';
+import { ChainValidator } from './certificates/ChainValidator';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
@@ -26,7 +27,7 @@ async function main(): Promise<void> {
   const signIn = new CertificateSignIn(
     {
       users,
-      trust: new TrustStore(db),
+      chains: new ChainValidator(new TrustStore(db)),
       rnds: new RndStore(redis, config.RND_MAX_TRIES),
       sessions: new HttpSessionClient(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET),
       clock: systemClock,

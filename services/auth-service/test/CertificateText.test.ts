@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { CertUnreadable, parseCertificates } from '../src/certificates/CertificateText';
+import { CertUnreadable, parseCertificates, TooManyCertificates } from '../src/certificates/CertificateText';
 
 const dir = mkdtempSync(join(tmpdir(), 'cp-certtext-'));
 const certs = ['a', 'b'].map((n) => {
@@ -40,6 +40,24 @@ describe('reading a certificate body', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('refuses a DER or base64 body larger than 64 KiB without decoding it, quickly', () => {
+    // One SEQUENCE of a million NULLs: asn1js would walk every element.
+    const huge = Buffer.concat([Buffer.from([0x30, 0x83, 0x1e, 0x84, 0x80]), Buffer.alloc(0x1e8480, Buffer.from([0x05, 0x00]))]);
+    for (const body of [huge, Buffer.from(huge.toString('base64'))]) {
+      const started = performance.now();
+      expect(() => parseCertificates(body)).toThrow(/larger than 65536 bytes/);
+      expect(performance.now() - started).toBeLessThan(50);
+    }
+  });
+
+  it('refuses more than 10 PEM blocks before decoding any', () => {
+    const pem = certs[0]!.pem;
+    expect(parseCertificates(Buffer.from(pem.repeat(10)))).toHaveLength(10);
+    expect(() => parseCertificates(Buffer.from(pem.repeat(11)))).toThrow(TooManyCertificates);
+    // Blocks that would not even decode are counted, not decoded.
+    expect(() => parseCertificates(Buffer.from('-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n'.repeat(500)))).toThrow(TooManyCertificates);
   });
 
   it('refuses truncated or extended DER', () => {

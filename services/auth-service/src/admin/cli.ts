@@ -5,7 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Binary, MongoClient } from 'mongodb';
-import { CertUnreadable, parseCertificates, type ParsedCertificate } from '../certificates/CertificateText';
+import { dnText } from '../certificates/CertificateFacts';
+import { CertUnreadable, MAX_CERTIFICATES, parseCertificates, TooManyCertificates, type ParsedCertificate } from '../certificates/CertificateText';
+import { ChainValidator } from '../certificates/ChainValidator';
 import { usePkijsEngine } from '../certificates/pkijsEngine';
 import { ApiKeyStore } from '../store/ApiKeyStore';
 import { TrustStore } from '../store/TrustStore';
@@ -13,13 +15,19 @@ import { ThumbprintTaken, UserRegistry } from '../store/UserRegistry';
 
 const USAGE = `usage:
   admin user add --user <uuid> --owner <uuid> [--owner <uuid> ...] [--cert <pem file> ...]
+                                                a file holding a chain (the certificate first, then its
+                                                intermediates) must validate up to a trusted root; its
+                                                intermediates are then remembered
   admin user show --user <uuid>
   admin cert remove --thumbprint <sha-1 hex>    a user's certificate no longer signs in
-  admin apikey create [--label <text>]          prints the new key (shown once)
+  admin apikey create [--label <text>] [--allow-free]
+                                                prints the new key (shown once); --allow-free lets it
+                                                sign in with free=true (no chain validation)
   admin apikey revoke --key <api key>
   admin trust add --cert <ca pem file>          self-signed: a trusted root; otherwise a known intermediate
   admin trust list
-  admin trust remove --thumbprint <sha-1 hex>
+  admin trust remove --thumbprint <sha-1 hex>   every chain through it is refused, even when the
+                                                client sends the certificate itself
 running auth-service replicas see a revoked api key or a removed CA within 30 s (their caches)
 environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-auth)`;
 
@@ -40,6 +48,7 @@ async function main(argv: string[]): Promise<void> {
       label: { type: 'string' },
       key: { type: 'string' },
       thumbprint: { type: 'string' },
+      'allow-free': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -61,12 +70,24 @@ async function main(argv: string[]): Promise<void> {
         const user = requireUuid(values.user, '--user');
         const owners = (values.owner ?? []).map((o) => requireUuid(o, '--owner'));
         if (owners.length === 0) throw new UsageError('user add needs at least one --owner');
+        // Every file is read and every chain checked before anything is written.
+        const chains = new ChainValidator(new TrustStore(db));
+        const leaves: ParsedCertificate[] = [];
+        for (const file of values.cert ?? []) {
+          const [leaf, ...intermediates] = readCerts(file);
+          if (intermediates.length > 0) {
+            // A chain is checked the way sign-in checks it; its intermediates are remembered.
+            const verdict = await chains.validate(leaf!, intermediates, now);
+            if (!verdict.valid) throw new UsageError(`${file}: the chain does not validate: ${verdict.reason}`);
+            process.stdout.write(`chain of ${leaf!.thumbprint} validated; ${verdict.remembered} intermediate(s) remembered\n`);
+          }
+          leaves.push(leaf!);
+        }
         const registry = new UserRegistry(db);
         await registry.ensureIndexes();
         const saved = await registry.upsertUser(user, owners, now);
         process.stdout.write(`user ${saved._id} owners ${saved.owners.join(',')}\n`);
-        for (const file of values.cert ?? []) {
-          const [leaf] = readCerts(file);
+        for (const leaf of leaves) {
           const outcome = await registry.addCertificate({
             _id: leaf!.thumbprint,
             userId: saved._id,
@@ -101,12 +122,12 @@ async function main(argv: string[]): Promise<void> {
       }
       case 'trust remove': {
         const thumbprint = requireThumbprint(values.thumbprint);
-        if (!(await new TrustStore(db).remove(thumbprint))) throw new NotFound(`no trusted certificate ${thumbprint}`);
+        if (!(await new TrustStore(db).remove(thumbprint, now))) throw new NotFound(`no trusted certificate ${thumbprint} (chains through it are refused from now on all the same)`);
         process.stdout.write(`trusted certificate ${thumbprint} removed\n`);
         break;
       }
       case 'apikey create': {
-        process.stdout.write(`${await new ApiKeyStore(db).create(values.label ?? '', now)}\n`);
+        process.stdout.write(`${await new ApiKeyStore(db).create(values.label ?? '', now, { allowFree: values['allow-free'] === true })}\n`);
         break;
       }
       case 'trust add': {
@@ -114,7 +135,7 @@ async function main(argv: string[]): Promise<void> {
         if (files.length === 0) throw new UsageError('trust add needs --cert <pem file>');
         const trust = new TrustStore(db);
         for (const file of files) {
-          for (const c of readCerts(file)) {
+          for (const c of readCerts(file, 10_000)) { // a CA bundle may hold many
             const kind = (await isSelfSigned(c)) ? 'root' : 'intermediate';
             await trust.add({ _id: c.thumbprint, kind, subject: subjectOf(c), der: new Binary(c.der), addedAt: now });
             process.stdout.write(`${kind} ${c.thumbprint} ${subjectOf(c)}\n`);
@@ -123,7 +144,7 @@ async function main(argv: string[]): Promise<void> {
         break;
       }
       case 'trust list': {
-        for (const d of await new TrustStore(db).list()) process.stdout.write(`${d.kind} ${d._id} ${d.subject}\n`);
+        for (const d of await new TrustStore(db).list()) process.stdout.write(`${d.kind} ${d._id} ${d.subject}${d.learned ? ' (remembered from a chain that validated)' : ''}\n`);
         break;
       }
       default:
@@ -146,19 +167,17 @@ function requireUuid(value: string | undefined, flag: string): string {
   return value.toLowerCase();
 }
 
-function readCerts(file: string): ParsedCertificate[] {
+function readCerts(file: string, maxCertificates = MAX_CERTIFICATES): ParsedCertificate[] {
   try {
-    return parseCertificates(readFileSync(file));
+    return parseCertificates(readFileSync(file), maxCertificates);
   } catch (error) {
-    if (error instanceof CertUnreadable) throw new UsageError(`${file}: not a certificate (${error.message})`);
+    if (error instanceof CertUnreadable || error instanceof TooManyCertificates) throw new UsageError(`${file}: not a certificate (${error.message})`);
     throw error;
   }
 }
 
-const NAMES: Record<string, string> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU', '2.5.4.6': 'C', '2.5.4.7': 'L', '2.5.4.8': 'ST' };
-
 function subjectOf(c: ParsedCertificate): string {
-  return c.cert.subject.typesAndValues.map((tv) => `${NAMES[tv.type] ?? tv.type}=${String(tv.value.valueBlock.value)}`).join(', ');
+  return dnText(c.cert.subject);
 }
 
 async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {

@@ -1,19 +1,31 @@
 import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { Certificate } from 'pkijs';
+import { factsOf, type CertificateFacts } from './CertificateFacts';
 
 /** The body is not a certificate in any of the accepted forms. */
 export class CertUnreadable extends Error {
   override readonly name = 'CertUnreadable';
 }
 
+/** The body holds more certificates than a chain may have. */
+export class TooManyCertificates extends Error {
+  override readonly name = 'TooManyCertificates';
+}
+
+/** Most certificates one body may hold: the leaf and its intermediates (and perhaps the root). */
+export const MAX_CERTIFICATES = 10;
+
 export interface ParsedCertificate {
   der: Buffer;
   cert: Certificate;
   /** SHA-1 of the DER, upper-case hex. */
   thumbprint: string;
+  /** What path building and the policy read from it. */
+  facts: CertificateFacts;
 }
 
+const BEGIN = Buffer.from('-----BEGIN CERTIFICATE-----');
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g;
 const BASE64 = /^[A-Za-z0-9+/=\s]+$/;
 
@@ -21,8 +33,15 @@ const BASE64 = /^[A-Za-z0-9+/=\s]+$/;
  * Reads a certificate body: PEM (leaf first, intermediates may follow), bare base64 or DER.
  * Returns the certificates in the order given.
  */
-export function parseCertificates(body: Buffer): ParsedCertificate[] {
+export function parseCertificates(body: Buffer, maxCertificates = MAX_CERTIFICATES): ParsedCertificate[] {
   if (body.length === 0) throw new CertUnreadable('empty body');
+  // Counted before anything is decoded: a body of hundreds of certificates costs one scan.
+  if (body[0] !== 0x30) {
+    let count = 0;
+    for (let at = body.indexOf(BEGIN); at !== -1; at = body.indexOf(BEGIN, at + BEGIN.length)) {
+      if (++count > maxCertificates) throw new TooManyCertificates(`the body holds more than ${maxCertificates} certificates; send the certificate and its intermediates only`);
+    }
+  }
   const ders: Buffer[] = [];
   if (body[0] === 0x30) {
     ders.push(body); // DER: a SEQUENCE
@@ -40,16 +59,25 @@ export function parseCertificates(body: Buffer): ParsedCertificate[] {
   return ders.map(parseDer);
 }
 
+/** No real certificate comes near this; anything larger is not decoded at all. */
+export const MAX_CERTIFICATE_BYTES = 64 * 1024;
+
 export function parseDer(der: Buffer): ParsedCertificate {
-  const asn1 = asn1js.fromBER(new Uint8Array(der).buffer);
-  if (asn1.offset === -1 || asn1.offset !== der.length) throw new CertUnreadable('not a single DER structure');
+  // Decoding cost grows with the element count: a 2 MiB body of tiny elements costs ~70 ms.
+  if (der.length > MAX_CERTIFICATE_BYTES) throw new CertUnreadable(`larger than ${MAX_CERTIFICATE_BYTES} bytes: not a certificate`);
   let cert: Certificate;
+  let facts: CertificateFacts;
   try {
+    const asn1 = asn1js.fromBER(new Uint8Array(der).buffer);
+    if (asn1.offset === -1 || asn1.offset !== der.length) throw new CertUnreadable('not a single DER structure');
     cert = new Certificate({ schema: asn1.result });
+    facts = factsOf(cert, der);
   } catch (error) {
-    throw new CertUnreadable(`not an X.509 certificate: ${(error as Error).message}`);
+    if (error instanceof CertUnreadable) throw error;
+    // Whatever pkijs or asn1js throw on hostile input (not always an Error) means unreadable.
+    throw new CertUnreadable(`not an X.509 certificate: ${(error as Error)?.message ?? String(error)}`);
   }
-  return { der, cert, thumbprint: thumbprintOf(der) };
+  return { der, cert, thumbprint: thumbprintOf(der), facts };
 }
 
 export function thumbprintOf(der: Buffer): string {

@@ -1,34 +1,47 @@
-import { CertificateChainValidationEngine, type Certificate } from 'pkijs';
+import type { TrustStore } from '../store/TrustStore';
+import { dnText } from './CertificateFacts';
 import type { ParsedCertificate } from './CertificateText';
-import { usePkijsEngine } from './pkijsEngine';
+import { buildPath, DEFAULT_PATH_LIMITS, type PathLimits, type PathVerdict } from './PathBuilder';
 
-export type ChainVerdict = { valid: true } | { valid: false; reason: string };
+export type ChainVerdict = { valid: true; path: ParsedCertificate[]; remembered: number } | { valid: false; reason: string };
 
 /**
- * Builds the path from the leaf to a trusted root and checks it with pkijs: every signature,
- * every validity period at `at`, name chaining, CA flags of the issuers.
+ * Validates a leaf with the intermediates a client (or the operator) sent against the trust
+ * store, and remembers the intermediates of a chain that validated.
  */
-export async function validateChain(
-  leaf: ParsedCertificate,
-  given: ParsedCertificate[],
-  anchors: { roots: Certificate[]; intermediates: Certificate[] },
-  at: Date,
-): Promise<ChainVerdict> {
-  usePkijsEngine();
-  if (at < leaf.cert.notBefore.value) return { valid: false, reason: 'the certificate is not valid yet' };
-  if (at > leaf.cert.notAfter.value) return { valid: false, reason: 'the certificate has expired' };
-  if (anchors.roots.length === 0) return { valid: false, reason: 'no trusted root is configured' };
-  const engine = new CertificateChainValidationEngine({
-    trustedCerts: anchors.roots,
-    // pkijs takes the last of `certs` as the leaf.
-    certs: [...anchors.intermediates, ...given.map((g) => g.cert), leaf.cert],
-    checkDate: at,
-  });
-  try {
-    const result = await engine.verify();
-    return result.result ? { valid: true } : { valid: false, reason: result.resultMessage || 'the chain does not verify' };
-  } catch (error) {
-    const message = (error as { resultMessage?: string; message?: string })?.resultMessage ?? (error as Error)?.message;
-    return { valid: false, reason: message || 'no path to a trusted root' };
+export class ChainValidator {
+  private freshAt = 0;
+
+  constructor(
+    private readonly trust: TrustStore,
+    private readonly opts: { limits?: PathLimits; /** least time between two re-reads of the trust list after a failure */ refreshAfterFailureMs?: number } = {},
+  ) {}
+
+  async validate(leaf: ParsedCertificate, given: ParsedCertificate[], now: Date): Promise<ChainVerdict> {
+    const limits = this.opts.limits ?? DEFAULT_PATH_LIMITS;
+    let anchors = await this.trust.anchors();
+    let verdict = await buildPath(leaf, { given, ...anchors }, now, limits);
+    // The list is cached; a root or intermediate the operator just added must count soon, but a
+    // stream of bad chains must not turn into a stream of reads.
+    if (!verdict.valid && Date.now() - this.freshAt >= (this.opts.refreshAfterFailureMs ?? 1_000)) {
+      anchors = await this.fresh();
+      verdict = await buildPath(leaf, { given, ...anchors }, now, limits);
+    }
+    if (!verdict.valid) return verdict;
+    // A removal is seen at once, not after the cache expires: ask the database about this path.
+    if ((await this.trust.removedAmong(verdict.path.slice(1).map((c) => c.thumbprint))).length > 0) {
+      anchors = await this.fresh();
+      verdict = await buildPath(leaf, { given, ...anchors }, now, limits);
+      if (!verdict.valid) return verdict;
+    }
+    const known = new Set([...anchors.roots, ...anchors.intermediates].map((c) => c.thumbprint));
+    const learned = verdict.path.slice(1).filter((c) => !known.has(c.thumbprint));
+    const remembered = learned.length > 0 ? await this.trust.remember(learned, (c) => dnText(c.cert.subject), now) : 0;
+    return { ...(verdict as Extract<PathVerdict, { valid: true }>), remembered };
+  }
+
+  private async fresh() {
+    this.freshAt = Date.now();
+    return this.trust.anchors(0);
   }
 }

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { CertUnreadable, parseCertificates } from '../certificates/CertificateText';
-import { validateChain } from '../certificates/ChainValidator';
+import { MIN_RSA_BITS } from '../certificates/CertificatePolicy';
+import { CertUnreadable, parseCertificates, TooManyCertificates } from '../certificates/CertificateText';
+import type { ChainValidator } from '../certificates/ChainValidator';
 import type { RndStore } from '../store/RndStore';
 import type { SessionCreator, SessionPair } from '../store/SessionClient';
-import type { TrustStore } from '../store/TrustStore';
 import type { UserRegistry } from '../store/UserRegistry';
 import type { Clock } from './Clock';
 import { envelopeFor, UnsupportedKey } from './EnvelopedRnd';
@@ -21,28 +21,37 @@ export interface Challenge {
  */
 export class CertificateSignIn {
   constructor(
-    private readonly deps: { users: UserRegistry; trust: TrustStore; rnds: RndStore; sessions: SessionCreator; clock: Clock; logger: Logger },
+    private readonly deps: { users: UserRegistry; chains: ChainValidator; rnds: RndStore; sessions: SessionCreator; clock: Clock; logger: Logger },
     private readonly opts: { rndTtlSeconds: number },
   ) {}
 
+  /**
+   * `free`: the chain is not validated (the caller has checked that the api key allows it); the
+   * certificate must still be registered, and an RSA key must still be strong enough.
+   */
   async authenticate(body: Buffer, free: boolean): Promise<Challenge> {
     let certs;
     try {
       certs = parseCertificates(body);
     } catch (error) {
       if (error instanceof CertUnreadable) throw ServiceError.forbidden('CertUnreadable', 'the body is not a certificate (PEM, base64 or DER)');
+      if (error instanceof TooManyCertificates) throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: ${error.message}`);
       throw error;
     }
     const [leaf, ...rest] = certs;
     const now = this.deps.clock.now();
-    if (!free) {
-      let verdict = await validateChain(leaf!, rest, await this.deps.trust.anchors(), now);
-      // The trust list is cached; a root or intermediate the operator just added must count at once.
-      if (!verdict.valid) verdict = await validateChain(leaf!, rest, await this.deps.trust.anchors(0), now);
-      if (!verdict.valid) throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: ${verdict.reason}`);
-    }
+    // The registry first: an unregistered certificate costs no cryptography at all.
     const registered = await this.deps.users.certificate(leaf!.thumbprint);
     if (!registered) throw ServiceError.forbidden('UnknownCertificate', 'the certificate is not registered');
+    if (free) {
+      const f = leaf!.facts;
+      if (f.keyKind === 'rsa' && (f.rsaBits ?? 0) < MIN_RSA_BITS) {
+        throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: its RSA key has ${f.rsaBits ?? 'an unreadable number of'} bits; at least ${MIN_RSA_BITS} are required`);
+      }
+    } else {
+      const verdict = await this.deps.chains.validate(leaf!, rest, now);
+      if (!verdict.valid) throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: ${verdict.reason}`);
+    }
     const userBytes = uuidBytes(registered.userId);
     const rnd = Buffer.concat([userBytes, randomBytes(32)]);
     let encryptedKey: Buffer;

@@ -8,15 +8,36 @@ const PREFIX = /^\/auth\/(v5\.\d+)\/(authenticate-by-cert|approve-cert)\/?$/;
 /** The certificate sign-in API, reached through the gateway at any /auth/v5.x. */
 export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publicBaseUrl: string | undefined): Router {
   const router = Router();
-  const body = express.raw({ type: () => true, limit: '256kb' });
+  // Large enough for a body of hundreds of certificates to be counted and refused with 406
+  // (their number is checked before anything is decoded); a real chain is a few KiB.
+  const certificateBody = express.raw({ type: () => true, limit: '2mb' });
+  const rndBody = express.raw({ type: () => true, limit: '4kb' }); // the rnd is 48 bytes
   router.use((req, res, next) => {
     const m = PREFIX.exec(req.path);
     if (!m) return next();
     if (req.method !== 'POST') throw new ServiceError(405, 'MethodNotAllowed', 'use POST');
+    const started = process.hrtime.bigint();
+    // The time this service spent on the request, body included (clients and tests read it).
+    const timed = (): void => {
+      if (!res.headersSent) res.setHeader('Server-Timing', `auth;dur=${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(1)}`);
+    };
+    const body = m[2] === 'authenticate-by-cert' ? certificateBody : rndBody;
     body(req, res, (error?: unknown) => {
-      if (error) return next(error);
-      const handle = m[2] === 'authenticate-by-cert' ? authenticate : approve;
-      handle(req, m[1]!).then((answer) => res.status(200).json(answer), next);
+      if (error) {
+        timed();
+        return next(error);
+      }
+      const answer = m[2] === 'authenticate-by-cert' ? authenticate(req, m[1]!) : approve(req);
+      answer.then(
+        (value) => {
+          timed();
+          res.status(200).json(value);
+        },
+        (failure: unknown) => {
+          timed();
+          next(failure);
+        },
+      );
     });
   });
 
@@ -25,8 +46,12 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     const cert = bodyOf(req);
     const missing = [!cert && 'certificate body', !apiKey && 'api key'].filter(Boolean);
     if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
-    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    const grant = await apiKeys.grantOf(apiKey!);
+    if (!grant) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
     const free = parseFree(query(req, 'free'));
+    if (free && !grant.allowFree) {
+      throw ServiceError.forbidden('FreeNotAllowed', 'this api key may not skip certificate validation (free=true); send the request without free, or ask the operator for a key created with --allow-free');
+    }
     const challenge = await signIn.authenticate(cert!, free);
     const base = publicBaseUrl ?? baseFromRequest(req);
     return {

@@ -1,6 +1,5 @@
 import { Binary, type Collection, type Db } from 'mongodb';
-import type { Certificate } from 'pkijs';
-import { parseDer } from '../certificates/CertificateText';
+import { parseDer, type ParsedCertificate } from '../certificates/CertificateText';
 
 export interface TrustedCertDoc {
   _id: string; // thumbprint
@@ -8,53 +7,111 @@ export interface TrustedCertDoc {
   subject: string;
   der: Binary;
   addedAt: Date;
+  /** Set on an intermediate remembered because a chain through it validated up to a root. */
+  learned?: boolean;
+}
+
+/** A thumbprint the operator removed: refused in every chain, whoever supplies the certificate. */
+export interface RemovedCertDoc {
+  _id: string; // thumbprint
+  removedAt: Date;
 }
 
 export interface TrustAnchors {
-  roots: Certificate[];
-  intermediates: Certificate[];
+  roots: ParsedCertificate[];
+  intermediates: ParsedCertificate[];
+  removed: ReadonlySet<string>;
 }
 
 /**
- * The trusted roots (self-signed CAs) and known intermediates that chains are built against.
- * Read through a short-lived memory copy: the list changes by operator command only.
+ * The trusted roots (self-signed CAs), known intermediates (registered by the operator or
+ * remembered after they validated) and removed thumbprints that chains are built against.
+ * Read through a short-lived memory copy: the lists change by operator command, or grow when an
+ * intermediate is remembered.
  */
 export class TrustStore {
   private readonly docs: Collection<TrustedCertDoc>;
+  private readonly removedDocs: Collection<RemovedCertDoc>;
   private cached: { at: number; anchors: TrustAnchors } | undefined;
+  /** Certificates already decoded, by thumbprint: a re-read decodes only what is new. */
+  private decoded = new Map<string, ParsedCertificate>();
 
   constructor(
     db: Db,
     private readonly refreshMs = 30_000,
   ) {
     this.docs = db.collection<TrustedCertDoc>('trusted_certificates');
+    this.removedDocs = db.collection<RemovedCertDoc>('removed_trusted_certificates');
   }
 
   /** The anchors, read again when the memory copy is older than `maxAgeMs`. */
   async anchors(maxAgeMs = this.refreshMs): Promise<TrustAnchors> {
     if (this.cached && Date.now() - this.cached.at < maxAgeMs) return this.cached.anchors;
-    const docs = await this.docs.find({}).toArray();
-    const anchors: TrustAnchors = { roots: [], intermediates: [] };
+    const [docs, removed] = await Promise.all([this.docs.find({}).toArray(), this.removedDocs.find({}, { projection: { _id: 1 } }).toArray()]);
+    const anchors: TrustAnchors = { roots: [], intermediates: [], removed: new Set(removed.map((d) => d._id)) };
+    const decoded = new Map<string, ParsedCertificate>();
     for (const doc of docs) {
-      const { cert } = parseDer(Buffer.from(doc.der.buffer));
-      (doc.kind === 'root' ? anchors.roots : anchors.intermediates).push(cert);
+      let parsed = this.decoded.get(doc._id);
+      if (!parsed) {
+        try {
+          parsed = parseDer(Buffer.from(doc.der.buffer));
+        } catch {
+          continue; // written by hand? it cannot anchor anything
+        }
+      }
+      decoded.set(doc._id, parsed);
+      (doc.kind === 'root' ? anchors.roots : anchors.intermediates).push(parsed);
     }
+    this.decoded = decoded;
     this.cached = { at: Date.now(), anchors };
     return anchors;
   }
 
+  /** Which of `thumbprints` were removed, asked of the database (not the memory copy). */
+  async removedAmong(thumbprints: string[]): Promise<string[]> {
+    if (thumbprints.length === 0) return [];
+    const found = await this.removedDocs.find({ _id: { $in: thumbprints } }, { projection: { _id: 1 } }).toArray();
+    return found.map((d) => d._id);
+  }
+
+  /** Registers a root or intermediate (operator command); it is no longer removed. */
   async add(doc: TrustedCertDoc): Promise<void> {
     await this.docs.replaceOne({ _id: doc._id }, doc, { upsert: true });
+    await this.removedDocs.deleteOne({ _id: doc._id });
     this.cached = undefined;
+  }
+
+  /**
+   * Remembers intermediates that just validated up to a registered root, so that a later
+   * leaf-only body finds them. Never overwrites what is there.
+   */
+  async remember(intermediates: ParsedCertificate[], subjectOf: (c: ParsedCertificate) => string, now: Date): Promise<number> {
+    let added = 0;
+    for (const c of intermediates) {
+      const result = await this.docs.updateOne(
+        { _id: c.thumbprint },
+        { $setOnInsert: { kind: 'intermediate', subject: subjectOf(c), der: new Binary(c.der), addedAt: now, learned: true } },
+        { upsert: true },
+      );
+      added += result.upsertedCount;
+    }
+    if (added > 0) this.cached = undefined;
+    return added;
   }
 
   async list(): Promise<TrustedCertDoc[]> {
     return this.docs.find({}).toArray();
   }
 
-  async remove(thumbprint: string): Promise<boolean> {
+  /**
+   * Takes a root or intermediate out of the trust list and records its thumbprint as removed,
+   * so that a client-supplied copy is refused too. True when it was in the list.
+   */
+  async remove(thumbprint: string, now: Date = new Date()): Promise<boolean> {
+    const id = thumbprint.toUpperCase();
+    await this.removedDocs.updateOne({ _id: id }, { $setOnInsert: { removedAt: now } }, { upsert: true });
     this.cached = undefined;
-    return (await this.docs.deleteOne({ _id: thumbprint.toUpperCase() })).deletedCount === 1;
+    return (await this.docs.deleteOne({ _id: id })).deletedCount === 1;
   }
 }
 
