@@ -2,7 +2,8 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
-import { buildApp } from './app';
+import { RequestRateLimiter } from '@cp/rate-limit';
+import { buildApp, internalCallers } from './app';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
@@ -28,7 +29,7 @@ async function main(): Promise<void> {
       users,
       trust: new TrustStore(db),
       rnds: new RndStore(redis, config.RND_MAX_TRIES),
-      sessions: new HttpSessionClient(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET),
+      sessions: new HttpSessionClient(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET),
       clock: systemClock,
       logger,
     },
@@ -41,7 +42,8 @@ async function main(): Promise<void> {
     metrics: new ServiceMetrics('auth-service'),
     signIn,
     apiKeys,
-    internalSecret: config.INTERNAL_SECRET,
+    internalCallers: internalCallers({ sessionService: config.INTERNAL_SECRET_SESSION_SERVICE }),
+    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     isDraining: () => draining,
     readiness: [

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
           ownersClaim: config.JWT_OWNERS_CLAIM,
         })
       : null;
-  const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET) : null;
+  const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
   // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
   const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : null;
   const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, Date.now, metrics.registry) : sessionService;

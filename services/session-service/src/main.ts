@@ -2,7 +2,8 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
-import { buildApp } from './app';
+import { RequestRateLimiter } from '@cp/rate-limit';
+import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
 import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
@@ -39,8 +40,9 @@ async function main(): Promise<void> {
     logger,
     metrics: new ServiceMetrics('session-service'),
     sessions,
-    apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.INTERNAL_SECRET),
-    internalSecret: config.INTERNAL_SECRET,
+    apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
+    internalCallers: internalCallers({ authService: config.INTERNAL_SECRET_AUTH_SERVICE, contentService: config.INTERNAL_SECRET_CONTENT_SERVICE }),
+    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger),
     isDraining: () => draining,
     // Redis is left out on purpose: without it sids are still validated from MongoDB.
     readiness: [{ name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) }],
