@@ -8,7 +8,7 @@ import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
 import { ApiKeyStore } from './store/ApiKeyStore';
-import { connectRedis, redisCommand } from '@cp/redis';
+import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
 import { RndStore } from './store/RndStore';
 import { HttpSessionClient } from './store/SessionClient';
 import { TrustStore } from './store/TrustStore';
@@ -60,7 +60,7 @@ async function main(): Promise<void> {
       draining = true;
     },
     onShutdown: async () => {
-      await redis.quit().catch(() => undefined);
+      await closeRedis(redis);
       await mongo.close();
     },
   });

@@ -5,7 +5,7 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { createLogger } from '@cp/logging';
-import { connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis } from '@cp/redis';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     onShutdown: async () => {
       await sweeper.stop();
       await mongo.close();
-      await redis?.quit().catch(() => undefined);
+      if (redis) await closeRedis(redis);
       s3.destroy();
     },
   });

@@ -9,7 +9,7 @@ import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
-import { connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { SessionRepository } from './store/SessionRepository';
 
@@ -57,7 +57,7 @@ async function main(): Promise<void> {
     },
     onShutdown: async () => {
       await sweeper.stop();
-      await redis.quit().catch(() => undefined);
+      await closeRedis(redis);
       await mongo.close();
     },
   });
