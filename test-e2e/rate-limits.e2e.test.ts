@@ -101,6 +101,10 @@ describe('rate limits on /auth and /sessions', () => {
       const attempt = () => call(`${auth.url}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, { method: 'POST', body: 'x' });
       for (let i = 0; i < PER_KEY; i++) expect((await attempt()).json().Code).toBe('InvalidApiKey');
       expectTooMany(await attempt());
+      // Operators see both on /metrics: the refusals and that Redis was not there to count them.
+      const metrics = (await call(`${auth.url}/metrics`)).body.toString();
+      expect(metrics).toMatch(/^rate_limited_requests_total\{[^}]*limit="key"[^}]*\} 1$/m);
+      expect(metrics).toMatch(/^rate_limit_redis_failures_total\{[^}]*\} [1-9]\d*$/m);
     } finally {
       await auth.stop();
     }

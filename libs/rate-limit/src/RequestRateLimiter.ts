@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
+import { Counter, Registry } from 'prom-client';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
@@ -23,6 +24,8 @@ export interface RequestRateLimiterOptions {
   /** How long Redis may take before the in-memory limiter decides instead. */
   redisTimeoutMs?: number;
   logger: Logger;
+  /** Where rate_limited_requests_total and rate_limit_redis_failures_total are counted (/metrics). */
+  registry?: Registry;
 }
 
 /** A limit kept in Redis (shared by all replicas), with a per-process one used when Redis fails. */
@@ -65,17 +68,22 @@ export class RequestRateLimiter {
   private readonly perKey: SharedLimit | null;
   private readonly perAddress: SharedLimit | null;
   private lastWarning = 0;
+  private readonly refused: Counter<'limit'>;
+  private readonly redisFailures: Counter;
 
   constructor(
     redis: Redis,
     private readonly options: RequestRateLimiterOptions,
   ) {
+    const registers = [options.registry ?? new Registry()];
+    this.refused = new Counter({ name: 'rate_limited_requests_total', help: 'Requests refused with 429, by the limit they were over: key or address', labelNames: ['limit'], registers });
+    this.redisFailures = new Counter({ name: 'rate_limit_redis_failures_total', help: 'Rate-limit checks counted in memory because Redis failed or was slow', registers });
     this.perKey = options.perKey ? new SharedLimit(redis, `${options.prefix}:key`, options.perKey) : null;
     this.perAddress = options.perAddress ? new SharedLimit(redis, `${options.prefix}:addr`, options.perAddress) : null;
   }
 
   /** From a service's settings; null when rate limiting is turned off. */
-  static fromConfig(redis: Redis, prefix: string, config: RateLimitConfig, logger: Logger): RequestRateLimiter | null {
+  static fromConfig(redis: Redis, prefix: string, config: RateLimitConfig, logger: Logger, registry?: Registry): RequestRateLimiter | null {
     if (!config.RATE_LIMIT_ENABLED) return null;
     const limit = (points: number, seconds: number): Limit | null => (points > 0 ? { points, seconds } : null);
     return new RequestRateLimiter(redis, {
@@ -84,6 +92,7 @@ export class RequestRateLimiter {
       perAddress: limit(config.RATE_LIMIT_PER_ADDRESS_POINTS, config.RATE_LIMIT_PER_ADDRESS_SECONDS),
       trustedProxyHops: config.TRUSTED_PROXY_HOPS,
       logger,
+      registry,
     });
   }
 
@@ -91,11 +100,13 @@ export class RequestRateLimiter {
   async check(apiKey: string | undefined, address: string): Promise<number> {
     const timeout = this.options.redisTimeoutMs ?? 500;
     const onRedisError = (error: unknown) => this.warn(error);
-    const waits = await Promise.all([
+    const [byKey, byAddress] = await Promise.all([
       this.perKey && apiKey ? this.perKey.consume(keyHash(apiKey), timeout, onRedisError) : 0,
       this.perAddress ? this.perAddress.consume(address, timeout, onRedisError) : 0,
     ]);
-    return Math.max(...waits);
+    if (byKey > 0) this.refused.inc({ limit: 'key' });
+    if (byAddress > 0) this.refused.inc({ limit: 'address' });
+    return Math.max(byKey, byAddress);
   }
 
   /** Express middleware: 429 TooManyRequests with Retry-After (seconds) over either limit. */
@@ -110,6 +121,7 @@ export class RequestRateLimiter {
   }
 
   private warn(error: unknown): void {
+    this.redisFailures.inc();
     const now = Date.now();
     if (now - this.lastWarning < 30_000) return;
     this.lastWarning = now;

@@ -37,13 +37,14 @@ async function main(): Promise<void> {
   );
 
   let draining = false;
+  const metrics = new ServiceMetrics('auth-service');
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('auth-service'),
+    metrics,
     signIn,
     apiKeys,
     internalCallers: internalCallers({ sessionService: config.INTERNAL_SECRET_SESSION_SERVICE }),
-    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger),
+    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger, metrics.registry),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     isDraining: () => draining,
     readiness: [

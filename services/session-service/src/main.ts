@@ -36,13 +36,14 @@ async function main(): Promise<void> {
   sweeper.start();
 
   let draining = false;
+  const metrics = new ServiceMetrics('session-service');
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('session-service'),
+    metrics,
     sessions,
     apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
     internalCallers: internalCallers({ authService: config.INTERNAL_SECRET_AUTH_SERVICE, contentService: config.INTERNAL_SECRET_CONTENT_SERVICE }),
-    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger),
+    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
     isDraining: () => draining,
     // Redis is left out on purpose: without it sids are still validated from MongoDB.
     readiness: [{ name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) }],
