@@ -32,7 +32,14 @@ export async function connectAsServiceUser(adminUrl: string, service: string): P
   url.username = username;
   url.password = password;
   const client = connectRedis(url.toString(), logger);
-  await ready(client);
+  try {
+    await ready(client);
+  } catch (error) {
+    client.destroy();
+    await admin.sendCommand(['ACL', 'DELUSER', username]);
+    await admin.quit();
+    throw error;
+  }
   return {
     client,
     username,
