@@ -98,38 +98,42 @@ async function startStack(opts = {}) {
   const backing = backingEnv();
   const ports = opts.ports || {};
   const services = [];
-  const common = { LOG_LEVEL: process.env.LOG_LEVEL || 'info', ...(opts.env || {}) };
+  // Rate limits are off here (tests sign in many times from one address); tests that pin them
+  // start services of their own with RATE_LIMIT_ENABLED=true.
+  const common = { LOG_LEVEL: process.env.LOG_LEVEL || 'info', RATE_LIMIT_ENABLED: 'false', ...(opts.env || {}) };
   // The sign-in services call each other and the gateway's address goes into Link.Href, so the
   // ports are chosen before anything starts.
   const gatewayPort = ports.gateway || (await freePort());
   const authPort = ports.auth || (await freePort());
-  const internalSecret = opts.internalSecret || process.env.INTERNAL_SECRET || require('node:crypto').randomBytes(24).toString('hex');
+  // One secret per calling service, so each reaches only the internal routes granted to it.
+  const secret = () => require('node:crypto').randomBytes(24).toString('hex');
+  const internalSecrets = { authToSession: secret(), contentToSession: secret(), sessionToAuth: secret(), ...(opts.internalSecrets || {}) };
   const publicBaseUrl = opts.publicBaseUrl || `http://127.0.0.1:${gatewayPort}`;
   const authDatabase = `${prefix}-auth`;
   const sessionEnv = {
     ...backing,
     ...common,
     MONGODB_DATABASE: `${prefix}-sessions`,
-    INTERNAL_SECRET: internalSecret,
+    INTERNAL_SECRET_AUTH_SERVICE: internalSecrets.authToSession,
+    INTERNAL_SECRET_CONTENT_SERVICE: internalSecrets.contentToSession,
     AUTH_SERVICE_URL: `http://127.0.0.1:${authPort}`,
+    AUTH_SERVICE_INTERNAL_SECRET: internalSecrets.sessionToAuth,
     ...(opts.sessionEnv || {}),
   };
   try {
     const session = await startService('session-service', { port: ports.session, logDir, env: sessionEnv });
     services.push(session);
-    const auth = await startService('auth-service', {
-      port: authPort,
-      logDir,
-      env: {
-        ...backing,
-        ...common,
-        MONGODB_DATABASE: authDatabase,
-        SESSION_SERVICE_URL: session.url,
-        INTERNAL_SECRET: internalSecret,
-        PUBLIC_BASE_URL: publicBaseUrl,
-        ...(opts.authEnv || {}),
-      },
-    });
+    const authEnv = {
+      ...backing,
+      ...common,
+      MONGODB_DATABASE: authDatabase,
+      SESSION_SERVICE_URL: session.url,
+      SESSION_SERVICE_INTERNAL_SECRET: internalSecrets.authToSession,
+      INTERNAL_SECRET_SESSION_SERVICE: internalSecrets.sessionToAuth,
+      PUBLIC_BASE_URL: publicBaseUrl,
+      ...(opts.authEnv || {}),
+    };
+    const auth = await startService('auth-service', { port: authPort, logDir, env: authEnv });
     services.push(auth);
     const content = await startService('content-service', {
       port: ports.content,
@@ -144,7 +148,7 @@ async function startStack(opts = {}) {
         JWT_ISSUER: DEV_ISSUER,
         JWT_JWKS_FILE: path.join(keysDir, 'jwks.json'),
         SESSION_SERVICE_URL: session.url,
-        INTERNAL_SECRET: internalSecret,
+        SESSION_SERVICE_INTERNAL_SECRET: internalSecrets.contentToSession,
         ...(opts.contentEnv || {}),
       },
     });
@@ -168,9 +172,10 @@ async function startStack(opts = {}) {
       services,
       backing,
       keysDir,
-      internalSecret,
+      internalSecrets,
       authDatabase,
       sessionEnv,
+      authEnv,
       stop: async () => {
         await Promise.all(services.map((s) => s.stop()));
       },

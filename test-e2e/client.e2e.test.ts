@@ -195,7 +195,7 @@ describe('the client library against the running system', () => {
       const stack = testStack();
       const shortLived = await startService('session-service', { logDir: stack.logDir, env: { ...stack.sessionEnv, SID_TTL_SECONDS: '1', LOG_LEVEL: 'warn' } });
       try {
-        const created = await postJson(`${shortLived.url}/internal/sessions`, { userId: signedUser, owners: [signedOwner] }, { 'x-internal-secret': stack.internalSecret });
+        const created = await postJson(`${shortLived.url}/internal/sessions`, { userId: signedUser, owners: [signedOwner] }, { 'x-internal-secret': stack.internalSecrets.authToSession });
         await sleep(1500); // the sid is now expired; its refresh token lives on
         let saved: unknown = null;
         const c = new ContentClient({

@@ -329,9 +329,9 @@ describe('certificate chains', () => {
     it('are 64 hex digits (256 bits) and pass the internal check the session-service uses', async () => {
       const key = await newApiKey();
       expect(key).toMatch(/^[0-9a-f]{64}$/);
-      const { services, internalSecret } = testStack();
+      const { services, internalSecrets } = testStack();
       const verify = (k: string) =>
-        call(`${services['auth-service']!.url}/internal/api-keys/verify`, { method: 'POST', body: JSON.stringify({ apiKey: k }), headers: { 'content-type': 'application/json', 'x-internal-secret': internalSecret } });
+        call(`${services['auth-service']!.url}/internal/api-keys/verify`, { method: 'POST', body: JSON.stringify({ apiKey: k }), headers: { 'content-type': 'application/json', 'x-internal-secret': internalSecrets.sessionToAuth } });
       expect((await verify(key)).status).toBe(200);
       expect((await verify(key.toUpperCase())).status).toBe(200); // keys are compared lower-cased
       expect((await verify('0'.repeat(64))).status).toBe(404);

@@ -255,7 +255,7 @@ describe('certificate sign-in refusals', () => {
       // A replica whose session-service does not answer: only the Redis cache can vouch for a sid.
       const deadSessionService = `http://127.0.0.1:${await freePort()}`;
       const replica = await startService('content-service', {
-        env: contentReplicaEnv({ SESSION_SERVICE_URL: deadSessionService, INTERNAL_SECRET: 'x'.repeat(24), REDIS_URL: testStack().backing.REDIS_URL }),
+        env: contentReplicaEnv({ SESSION_SERVICE_URL: deadSessionService, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(24), REDIS_URL: testStack().backing.REDIS_URL }),
         logDir: join(testStack().logDir, 'cached-sessions'),
       });
       try {
@@ -291,11 +291,48 @@ describe('certificate sign-in refusals', () => {
     }
   });
 
-  it('refuses the internal endpoints without the shared secret', async () => {
+  it('refuses the internal endpoints without a caller secret', async () => {
     const { services } = testStack();
     const res = await call(`${services['session-service']!.url}/internal/sessions`, { method: 'POST', body: JSON.stringify({ userId: 'x', owners: [] }), headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(401);
     const auth = await call(`${services['auth-service']!.url}/internal/api-keys/verify`, { method: 'POST', body: JSON.stringify({ apiKey }), headers: { 'content-type': 'application/json', 'x-internal-secret': 'wrong-secret-wrong-secret' } });
     expect(auth.status).toBe(401);
+  });
+
+  describe('each caller reaches only the internal routes granted to its own secret', () => {
+    const post = (url: string, secret: string, body: unknown) =>
+      call(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-internal-secret': secret } });
+    const sessionUrl = () => testStack().services['session-service']!.url;
+    const authUrl = () => testStack().services['auth-service']!.url;
+    const secrets = () => testStack().internalSecrets;
+    const unknownSid = () => randomBytes(32).toString('hex').toUpperCase();
+
+    it("the content-service's secret validates sids but cannot create a session (403 InternalRouteForbidden)", async () => {
+      const create = await post(`${sessionUrl()}/internal/sessions`, secrets().contentToSession, { userId: randomUUID(), owners: [randomUUID()] });
+      expect(create.status).toBe(403);
+      expect(create.json()).toEqual({ Code: 'InternalRouteForbidden', Message: expect.stringContaining('content-service') });
+      for (const path of ['/internal/Sessions', '/internal/sessions/', '/internal//sessions']) {
+        expect((await post(`${sessionUrl()}${path}`, secrets().contentToSession, { userId: randomUUID(), owners: [] })).status).toBe(403);
+      }
+      const validate = await post(`${sessionUrl()}/internal/sessions/validate`, secrets().contentToSession, { sid: unknownSid() });
+      expect(validate.status).toBe(404); // let through: the sid is unknown
+      expect(validate.json().Code).toBe('SessionNotFound');
+    });
+
+    it("the auth-service's secret creates sessions and validates them", async () => {
+      const created = await post(`${sessionUrl()}/internal/sessions`, secrets().authToSession, { userId: randomUUID(), owners: [randomUUID()] });
+      expect(created.status).toBe(201);
+      const { Sid } = created.json() as { Sid: string };
+      expect((await post(`${sessionUrl()}/internal/sessions/validate`, secrets().authToSession, { sid: Sid })).status).toBe(200);
+      expect((await post(`${sessionUrl()}/internal/sessions/validate`, secrets().contentToSession, { sid: Sid })).status).toBe(200);
+    });
+
+    it("only the session-service's secret checks api keys at the auth-service; the others are nobody's there (401)", async () => {
+      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().sessionToAuth, { apiKey })).status).toBe(200);
+      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().authToSession, { apiKey })).status).toBe(401);
+      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().contentToSession, { apiKey })).status).toBe(401);
+      // The session-service's secret opens nothing at the session-service itself either.
+      expect((await post(`${sessionUrl()}/internal/sessions/validate`, secrets().sessionToAuth, { sid: unknownSid() })).status).toBe(401);
+    });
   });
 });

@@ -188,7 +188,7 @@ describe('session refresh through the gateway', () => {
       const stack = testStack();
       return start(
         'auth-service',
-        { ...stack.backing, MONGODB_DATABASE: stack.authDatabase, INTERNAL_SECRET: stack.internalSecret, SESSION_SERVICE_URL: stack.services['session-service']!.url },
+        { ...stack.authEnv, SESSION_SERVICE_URL: stack.services['session-service']!.url },
         authPort,
       );
     }

@@ -14,7 +14,7 @@ const { startService } = require('../scripts/stack') as {
 async function validate(serviceUrl: string, sid: string): Promise<number> {
   const res = await fetch(`${serviceUrl}/internal/sessions/validate`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-internal-secret': testStack().internalSecret },
+    headers: { 'content-type': 'application/json', 'x-internal-secret': testStack().internalSecrets.contentToSession },
     body: JSON.stringify({ sid }),
   });
   return res.status;

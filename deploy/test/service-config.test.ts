@@ -37,6 +37,17 @@ function k8sEnv(objects: K8sObject[], service: string): Record<string, string> {
       Object.assign(env, readEnvFile(example));
     }
   }
+  for (const variable of deployment.spec.template.spec.containers[0].env ?? []) {
+    const ref = variable.valueFrom?.secretKeyRef;
+    if (!ref) {
+      env[variable.name] = variable.value;
+      continue;
+    }
+    const example = join(ROOT, 'k8s', 'secrets', `${ref.name}.env.example`);
+    const value = existsSync(example) ? readEnvFile(example)[ref.key] : undefined;
+    expect({ secret: ref.name, key: ref.key, documented: value !== undefined }).toEqual({ secret: ref.name, key: ref.key, documented: true });
+    env[variable.name] = value!;
+  }
   return env;
 }
 

@@ -17,8 +17,9 @@ module.exports = async () => {
     backing: stack.backing,
     services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, pid: s.pid }])),
     authDatabase: stack.authDatabase,
-    internalSecret: stack.internalSecret,
+    internalSecrets: stack.internalSecrets,
     sessionEnv: stack.sessionEnv,
+    authEnv: stack.authEnv,
   };
   process.env.CP_TEST_STACK = JSON.stringify(info);
   Object.assign(process.env, stack.backing);

@@ -14,7 +14,7 @@ export interface ServiceHandle {
 // scripts/stack.js is plain CommonJS shared with the dev tooling.
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 export const { startService, freePort } = require('../../scripts/stack') as {
-  startService: (name: string, opts: { port?: number; env: Record<string, string>; logDir: string }) => Promise<ServiceHandle>;
+  startService: (name: string, opts: { port?: number; env: Record<string, string>; logDir: string; readyPath?: string }) => Promise<ServiceHandle>;
   freePort: () => Promise<number>;
 };
 

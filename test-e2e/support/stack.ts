@@ -9,10 +9,12 @@ export interface TestStack {
   services: Record<string, { url: string; pid: number }>;
   /** The auth-service's database (for the admin command line). */
   authDatabase: string;
-  /** Shared secret of the /internal/* endpoints. */
-  internalSecret: string;
+  /** The secret each caller sends to /internal/* of the service it calls. */
+  internalSecrets: { authToSession: string; contentToSession: string; sessionToAuth: string };
   /** The session-service's environment, to start another replica of it. */
   sessionEnv: Record<string, string>;
+  /** The auth-service's environment, to start another one (with other settings). */
+  authEnv: Record<string, string>;
 }
 
 /** Where the stack of this test run listens (started once by the global setup). */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates (or replaces) the Secrets the local overlay needs, with fresh random values, in the
 # namespace content-platform of the current kubectl context:
-#   minio-credentials, internal-secret, content-service-secrets, auth-service-secrets, session-service-secrets,
+#   minio-credentials, internal-secrets, redis-users, content-service-secrets, auth-service-secrets, session-service-secrets,
 #   content-platform-tls (self-signed for content.localtest.me), dev-jwks (the dev key's public JWKS,
 #   so that tokens from `pnpm token` are accepted).
 # Nothing here is for production: there, create the Secrets from k8s/secrets/*.env.example.
@@ -18,12 +18,18 @@ kubectl get namespace "$NS" >/dev/null 2>&1 || kubectl create namespace "$NS"
 s3_key=local-$(random | cut -c1-12)
 s3_secret=$(random)
 apply secret generic minio-credentials --from-literal=MINIO_ROOT_USER="$s3_key" --from-literal=MINIO_ROOT_PASSWORD="$s3_secret"
+# A Redis user per service (k8s/overlays/local/backing/redis.yaml), each service's REDIS_URL names its own.
+redis_content=$(random); redis_session=$(random); redis_auth=$(random)
+apply secret generic redis-users --from-literal=REDIS_PASSWORD_CONTENT_SERVICE="$redis_content" \
+  --from-literal=REDIS_PASSWORD_SESSION_SERVICE="$redis_session" --from-literal=REDIS_PASSWORD_AUTH_SERVICE="$redis_auth"
 apply secret generic content-service-secrets \
-  --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379 \
+  --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL="redis://content-service:$redis_content@redis:6379" \
   --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret"
-apply secret generic internal-secret --from-literal=INTERNAL_SECRET="$(random)"
-apply secret generic auth-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379
-apply secret generic session-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL=redis://redis:6379
+# One internal secret per calling service (k8s/secrets/internal-secrets.env.example).
+apply secret generic internal-secrets --from-literal=AUTH_TO_SESSION="$(random)" \
+  --from-literal=CONTENT_TO_SESSION="$(random)" --from-literal=SESSION_TO_AUTH="$(random)"
+apply secret generic auth-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL="redis://auth-service:$redis_auth@redis:6379"
+apply secret generic session-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL="redis://session-service:$redis_session@redis:6379"
 
 tls=$(mktemp -d)
 trap 'rm -rf "$tls"' EXIT
@@ -36,5 +42,5 @@ if [ ! -f .local/dev-keys/jwks.json ]; then
   node scripts/token.js --owner 00000000-0000-4000-8000-000000000000 >/dev/null
 fi
 apply configmap dev-jwks --from-file=jwks.json=.local/dev-keys/jwks.json
-echo "secrets for $NS created; the MinIO keys changed, so restart content-service and minio if they were running:" >&2
-echo "  kubectl -n $NS rollout restart deployment/minio deployment/content-service" >&2
+echo "secrets for $NS created; the MinIO keys and Redis passwords changed, so restart everything that was running:" >&2
+echo "  kubectl -n $NS rollout restart deployment" >&2

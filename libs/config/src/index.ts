@@ -23,8 +23,22 @@ export function parseEnv<S extends z.ZodRawShape>(
   const issue = result.error.issues[0]!;
   const variable = String(issue.path[0] ?? '(environment)');
   const raw = env[variable];
-  const problem = raw === undefined ? `is required (${issue.message})` : `invalid value ${JSON.stringify(raw)}: ${issue.message}`;
+  // Secrets and URLs that may carry a password are named, never echoed.
+  const shown = SECRET_NAME.test(variable) ? '(hidden)' : JSON.stringify(raw);
+  const problem = raw === undefined ? `is required (${issue.message})` : `invalid value ${shown}: ${issue.message}`;
   throw new ConfigError(variable, problem);
+}
+
+const SECRET_NAME = /SECRET|PASSWORD|TOKEN|_KEY|MONGODB_URL|REDIS_URL/;
+
+/**
+ * Refuses variables a service no longer reads, so that an old setting is not silently ignored
+ * (the message says what replaces it).
+ */
+export function refuseRemoved(env: NodeJS.ProcessEnv, removed: Record<string, string>): void {
+  for (const [variable, instead] of Object.entries(removed)) {
+    if (env[variable] !== undefined) throw new ConfigError(variable, `is no longer read: ${instead}`);
+  }
 }
 
 /** Reusable variable types. */
@@ -32,6 +46,8 @@ export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
   url: () => z.string().url(),
+  /** A secret another service sends or checks (`x-internal-secret`). */
+  secret: () => z.string().min(16, 'must be at least 16 characters'),
   bool: (fallback: boolean) =>
     z
       .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -44,3 +60,18 @@ export const env = {
       .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 };
+
+/** The rate-limit variables, for a service's config schema. A limit with 0 points is off. */
+export function rateLimitSettings() {
+  return {
+    RATE_LIMIT_ENABLED: env.bool(true),
+    /** Requests per api key in RATE_LIMIT_PER_KEY_SECONDS. */
+    RATE_LIMIT_PER_KEY_POINTS: env.int(60, 0),
+    RATE_LIMIT_PER_KEY_SECONDS: env.int(60, 1),
+    /** Requests per client address in RATE_LIMIT_PER_ADDRESS_SECONDS. */
+    RATE_LIMIT_PER_ADDRESS_POINTS: env.int(30, 0),
+    RATE_LIMIT_PER_ADDRESS_SECONDS: env.int(60, 1),
+    /** Proxies in front of the service that append to X-Forwarded-For (the gateway, an ingress). */
+    TRUSTED_PROXY_HOPS: env.int(1, 0),
+  };
+}

@@ -50,3 +50,21 @@ export async function redisCommand<T = unknown>(client: Redis, args: string[], t
     clearTimeout(timer);
   }
 }
+
+/**
+ * Closes a client at shutdown: politely when connected (within a deadline), at once otherwise.
+ * QUIT on a client that is still trying to reconnect never resolves, which held a service's
+ * shutdown open while Redis was down.
+ */
+export async function closeRedis(client: Redis, timeoutMs = 2_000): Promise<void> {
+  if (client.isReady) {
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      client.quit().then(() => true, () => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (closed) return;
+  }
+  if (client.isOpen) client.destroy();
+}

@@ -3,6 +3,6 @@ export { ServiceMetrics } from './ServiceMetrics';
 export { healthRoutes, type ReadinessCheck } from './healthRoutes';
 export { runServer, type RunServerOptions, type RunningServer } from './runServer';
 export { accessLog } from './accessLog';
-export { requireInternalSecret, INTERNAL_SECRET_HEADER } from './requireInternalSecret';
+export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';
 export { serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';

@@ -1,7 +1,8 @@
 import express from 'express';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { type ReadinessCheck, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import type { RequestRateLimiter } from '@cp/rate-limit';
+import { type InternalCaller, type ReadinessCheck, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
 import type { CertificateSignIn } from './challenges/CertificateSignIn';
 import { authRoutes } from './http/authRoutes';
 import { errorHandler } from './http/errorHandler';
@@ -15,7 +16,10 @@ export interface AuthAppDeps {
   signIn: CertificateSignIn;
   apiKeys: ApiKeyStore;
   users: UserRegistry;
-  internalSecret: string;
+  /** Who may call /internal/* and which routes each may reach (see internalCallers). */
+  internalCallers: InternalCaller[];
+  /** Limits /auth per api key and client address; null: no limits. */
+  rateLimiter: RequestRateLimiter | null;
   publicBaseUrl?: string;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
@@ -24,11 +28,20 @@ export interface AuthAppDeps {
 /** The auth-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: AuthAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
-  app.use('/internal', requireInternalSecret(deps.internalSecret), internalRoutes(deps.apiKeys, deps.users));
+  app.use('/internal', requireInternalSecret(deps.internalCallers), internalRoutes(deps.apiKeys, deps.users));
+  if (deps.rateLimiter) app.use('/auth', deps.rateLimiter.middleware());
   app.use(authRoutes(deps.signIn, deps.apiKeys, deps.publicBaseUrl));
   app.use((req, _res, next) => {
     next(ServiceError.notFound('NotFound', `no route for ${req.method} ${req.path}`));
   });
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/**
+ * The services that call the auth-service's /internal/*: only the session-service, which checks
+ * the api keys presented to /sessions and (with the thumbprint of a sign-in) registrations.
+ */
+export function internalCallers(secrets: { sessionService: string }): InternalCaller[] {
+  return [{ name: 'session-service', secret: secrets.sessionService, routes: ['/api-keys', '/registrations'] }];
 }

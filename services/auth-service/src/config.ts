@@ -1,7 +1,8 @@
-import { env, parseEnv, z } from '@cp/config';
+import { env, parseEnv, rateLimitSettings, refuseRemoved, z } from '@cp/config';
 
 /** Every setting of the auth-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  refuseRemoved(source, { INTERNAL_SECRET: 'set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET instead (one secret per caller)' });
   return parseEnv(
     {
       PORT: env.port(8082),
@@ -12,13 +13,16 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       MONGODB_DATABASE: z.string().min(1).default('auth'),
       REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
       SESSION_SERVICE_URL: env.url(),
-      /** Shared with the session-service; guards /internal/* both ways. */
-      INTERNAL_SECRET: z.string().min(16, 'must be at least 16 characters'),
+      /** Sent to the session-service's /internal/sessions (its INTERNAL_SECRET_AUTH_SERVICE). */
+      SESSION_SERVICE_INTERNAL_SECRET: env.secret(),
+      /** The session-service's secret here: it may check api keys and registrations (/internal/api-keys, /internal/registrations). */
+      INTERNAL_SECRET_SESSION_SERVICE: env.secret(),
       /** Base of Link.Href (what clients reach through the gateway); derived from the request when unset. */
       PUBLIC_BASE_URL: env.url().optional(),
       RND_TTL_SECONDS: env.int(600, 1),
       RND_MAX_TRIES: env.int(5, 1),
       SHUTDOWN_GRACE_MS: env.int(30_000, 0),
+      ...rateLimitSettings(),
     },
     source,
   );

@@ -2,13 +2,14 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
-import { buildApp } from './app';
+import { RequestRateLimiter } from '@cp/rate-limit';
+import { buildApp, internalCallers } from './app';
 import { ChainValidator } from './certificates/ChainValidator';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
 import { ApiKeyStore } from './store/ApiKeyStore';
-import { connectRedis, redisCommand } from '@cp/redis';
+import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
 import { RndStore } from './store/RndStore';
 import { HttpSessionClient } from './store/SessionClient';
 import { TrustStore } from './store/TrustStore';
@@ -29,7 +30,7 @@ async function main(): Promise<void> {
       users,
       chains: new ChainValidator(new TrustStore(db)),
       rnds: new RndStore(redis, config.RND_MAX_TRIES),
-      sessions: new HttpSessionClient(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET),
+      sessions: new HttpSessionClient(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET),
       clock: systemClock,
       logger,
     },
@@ -37,13 +38,15 @@ async function main(): Promise<void> {
   );
 
   let draining = false;
+  const metrics = new ServiceMetrics('auth-service');
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('auth-service'),
+    metrics,
     signIn,
     apiKeys,
     users,
-    internalSecret: config.INTERNAL_SECRET,
+    internalCallers: internalCallers({ sessionService: config.INTERNAL_SECRET_SESSION_SERVICE }),
+    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger, metrics.registry),
     publicBaseUrl: config.PUBLIC_BASE_URL,
     isDraining: () => draining,
     readiness: [
@@ -60,7 +63,7 @@ async function main(): Promise<void> {
       draining = true;
     },
     onShutdown: async () => {
-      await redis.quit().catch(() => undefined);
+      await closeRedis(redis);
       await mongo.close();
     },
   });

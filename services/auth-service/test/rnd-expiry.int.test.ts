@@ -8,7 +8,7 @@ import { createLogger } from '@cp/logging';
 import { ServiceMetrics } from '@cp/service-kit';
 import { decryptEncryptedKey, TestPki, type Issued } from '../../../test-e2e/support/pki';
 import { testStack } from '../../../test-e2e/support/stack';
-import { buildApp } from '../src/app';
+import { buildApp, internalCallers } from '../src/app';
 import { parseDer } from '../src/certificates/CertificateText';
 import { ChainValidator } from '../src/certificates/ChainValidator';
 import { CertificateSignIn } from '../src/challenges/CertificateSignIn';
@@ -66,10 +66,10 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     apiKey = await apiKeys.create('clock test', clock.now());
 
     const signIn = new CertificateSignIn(
-      { users, chains: new ChainValidator(trust), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecret), clock, logger },
+      { users, chains: new ChainValidator(trust), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecrets.authToSession), clock, logger },
       { rndTtlSeconds: 600 },
     );
-    const app = buildApp({ logger, metrics: new ServiceMetrics('auth-test'), signIn, apiKeys, users, internalSecret: stack.internalSecret, readiness: [], isDraining: () => false });
+    const app = buildApp({ logger, metrics: new ServiceMetrics('auth-test'), signIn, apiKeys, users, internalCallers: internalCallers({ sessionService: stack.internalSecrets.sessionToAuth }), rateLimiter: null, readiness: [], isDraining: () => false });
     server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/auth/v5.13`;
@@ -118,7 +118,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     const db = mongo.db(`${stack.prefix}-auth-nosession-${randomUUID().slice(0, 8)}`);
     // Same registry and Redis, but a session-service address where nothing listens.
     const signIn = new CertificateSignIn(
-      { users: new UserRegistry(mongo.db(dbName)), chains: new ChainValidator(new TrustStore(db)), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecret), clock, logger },
+      { users: new UserRegistry(mongo.db(dbName)), chains: new ChainValidator(new TrustStore(db)), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecrets.authToSession), clock, logger },
       { rndTtlSeconds: 600 },
     );
     const failed = await signIn.approve(user.thumbprint, rnd).catch((e: unknown) => e);

@@ -1,7 +1,8 @@
-import { ConfigError, env, parseEnv, z } from '@cp/config';
+import { ConfigError, env, parseEnv, refuseRemoved, z } from '@cp/config';
 
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
+  refuseRemoved(source, { INTERNAL_SECRET: 'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)' });
   const c = parseEnv(
     {
       PORT: env.port(8081),
@@ -25,8 +26,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SESSION_SERVICE_URL: env.url().optional(),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
       REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
-      /** Sent to the session-service's internal endpoint (x-internal-secret). */
-      INTERNAL_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+      /** Sent to the session-service's /internal/sessions/validate (its INTERNAL_SECRET_CONTENT_SERVICE). */
+      SESSION_SERVICE_INTERNAL_SECRET: env.secret().optional(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       COMPLETION_LEASE_SECONDS: env.int(120, 5),
       ASSEMBLY_LEASE_SECONDS: env.int(600, 5),
@@ -38,8 +39,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     source,
   );
   // Settings that only work together: a half-configured credential would fail on every request instead of at start-up.
-  if (c.SESSION_SERVICE_URL && !c.INTERNAL_SECRET) {
-    throw new ConfigError('INTERNAL_SECRET', 'is required with SESSION_SERVICE_URL: the session-service answers its internal endpoint only to callers that send it');
+  if (c.SESSION_SERVICE_URL && !c.SESSION_SERVICE_INTERNAL_SECRET) {
+    throw new ConfigError('SESSION_SERVICE_INTERNAL_SECRET', 'is required with SESSION_SERVICE_URL: the session-service answers its internal endpoint only to callers that send it');
   }
   if (c.JWT_ISSUER && !c.JWT_JWKS_URL && !c.JWT_JWKS_FILE) {
     throw new ConfigError('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys');

@@ -5,7 +5,7 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { createLogger } from '@cp/logging';
-import { connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis } from '@cp/redis';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
           ownersClaim: config.JWT_OWNERS_CLAIM,
         })
       : null;
-  const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.INTERNAL_SECRET) : null;
+  const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
   // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
   const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : null;
   const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, Date.now, metrics.registry) : sessionService;
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     onShutdown: async () => {
       await sweeper.stop();
       await mongo.close();
-      await redis?.quit().catch(() => undefined);
+      if (redis) await closeRedis(redis);
       s3.destroy();
     },
   });

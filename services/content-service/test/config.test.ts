@@ -6,13 +6,13 @@ describe('content-service configuration', () => {
   const bearer = { JWT_ISSUER: 'https://issuer.test', JWT_JWKS_URL: 'https://issuer.test/jwks.json' };
 
   it('accepts sessions with their secret, Bearer with its keys, or both', () => {
-    expect(() => loadConfig({ ...base, ...sessions, INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
+    expect(() => loadConfig({ ...base, ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
     expect(() => loadConfig({ ...base, ...bearer })).not.toThrow();
-    expect(() => loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test', JWT_JWKS_FILE: '/etc/jwks.json', ...sessions, INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
+    expect(() => loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test', JWT_JWKS_FILE: '/etc/jwks.json', ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
   });
 
   it('stops on a credential set up by halves, naming the missing variable', () => {
-    expect(() => loadConfig({ ...base, ...sessions })).toThrow(/INTERNAL_SECRET/);
+    expect(() => loadConfig({ ...base, ...sessions })).toThrow(/SESSION_SERVICE_INTERNAL_SECRET/);
     expect(() => loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test' })).toThrow(/JWT_JWKS_URL/);
     expect(() => loadConfig({ ...base, JWT_JWKS_URL: 'https://issuer.test/jwks.json' })).toThrow(/JWT_ISSUER/);
   });

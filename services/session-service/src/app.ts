@@ -1,7 +1,8 @@
 import express from 'express';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { type ReadinessCheck, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import type { RequestRateLimiter } from '@cp/rate-limit';
+import { type InternalCaller, type ReadinessCheck, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
 import { errorHandler } from './http/errorHandler';
 import { internalRoutes, publicRoutes } from './http/sessionRoutes';
 import type { SessionService } from './sessions/SessionService';
@@ -12,7 +13,10 @@ export interface SessionAppDeps {
   metrics: ServiceMetrics;
   sessions: SessionService;
   apiKeys: ApiKeyChecker;
-  internalSecret: string;
+  /** Who may call /internal/* and which routes each may reach (see internalCallers). */
+  internalCallers: InternalCaller[];
+  /** Limits /sessions per api key and client address; null: no limits. */
+  rateLimiter: RequestRateLimiter | null;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
 }
@@ -20,11 +24,23 @@ export interface SessionAppDeps {
 /** The session-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: SessionAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
-  app.use('/internal', requireInternalSecret(deps.internalSecret), internalRoutes(deps.sessions));
+  app.use('/internal', requireInternalSecret(deps.internalCallers), internalRoutes(deps.sessions));
+  if (deps.rateLimiter) app.use('/sessions', deps.rateLimiter.middleware());
   app.use(publicRoutes(deps.sessions, deps.apiKeys));
   app.use((req, _res, next) => {
     next(ServiceError.notFound('NotFound', `no route for ${req.method} ${req.path}`));
   });
   app.use(errorHandler(deps.logger));
   return app;
+}
+
+/**
+ * The services that call the session-service's /internal/*: the auth-service creates sessions at
+ * sign-in (and may validate them); the content-service only validates sids.
+ */
+export function internalCallers(secrets: { authService: string; contentService: string }): InternalCaller[] {
+  return [
+    { name: 'auth-service', secret: secrets.authService, routes: ['/sessions'] },
+    { name: 'content-service', secret: secrets.contentService, routes: ['/sessions/validate'] },
+  ];
 }

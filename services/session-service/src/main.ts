@@ -2,14 +2,15 @@ import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
-import { buildApp } from './app';
+import { RequestRateLimiter } from '@cp/rate-limit';
+import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
 import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
 import { HttpRegistrationChecker } from './store/RegistrationChecker';
-import { connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { SessionRepository } from './store/SessionRepository';
 
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
       graceMs: config.REFRESH_GRACE_SECONDS * 1000,
     },
     logger,
-    new HttpRegistrationChecker(config.AUTH_SERVICE_URL, config.INTERNAL_SECRET),
+    new HttpRegistrationChecker(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
   );
   const sweeper = new SessionSweeper(repo, systemClock, logger, {
     intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
@@ -42,12 +43,14 @@ async function main(): Promise<void> {
   sweeper.start();
 
   let draining = false;
+  const metrics = new ServiceMetrics('session-service');
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('session-service'),
+    metrics,
     sessions,
-    apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.INTERNAL_SECRET),
-    internalSecret: config.INTERNAL_SECRET,
+    apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
+    internalCallers: internalCallers({ authService: config.INTERNAL_SECRET_AUTH_SERVICE, contentService: config.INTERNAL_SECRET_CONTENT_SERVICE }),
+    rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
     isDraining: () => draining,
     // Redis is left out on purpose: without it sids are still validated from MongoDB.
     readiness: [{ name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) }],
@@ -62,7 +65,7 @@ async function main(): Promise<void> {
     },
     onShutdown: async () => {
       await sweeper.stop();
-      await redis.quit().catch(() => undefined);
+      await closeRedis(redis);
       await mongo.close();
     },
   });

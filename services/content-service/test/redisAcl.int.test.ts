@@ -1,0 +1,52 @@
+// The content-service's Redis user (deploy/compose.yaml, k8s) may only read the sid cache: its
+// cache reader works with that, and any write is refused by Redis itself.
+import { randomBytes } from 'node:crypto';
+import type { Principal } from '@cp/credentials';
+import { redisCommand, RedisUnavailable } from '@cp/redis';
+import { SessionCache, tokenHash } from '@cp/session-cache';
+import { connectAsServiceUser } from '../../../test-e2e/support/redisAcl';
+import { testStack } from '../../../test-e2e/support/stack';
+import { CachedSessionValidator } from '../src/http/CachedSessionValidator';
+
+describe("the content-service's read-only Redis user", () => {
+  let user: Awaited<ReturnType<typeof connectAsServiceUser>>;
+  let session: Awaited<ReturnType<typeof connectAsServiceUser>>;
+  const asked: string[] = [];
+  const fallback: Principal = { kind: 'session', subject: 'asked', owners: [] };
+
+  beforeAll(async () => {
+    user = await connectAsServiceUser(testStack().backing.REDIS_URL, 'content-service');
+    session = await connectAsServiceUser(testStack().backing.REDIS_URL, 'session-service');
+  });
+  afterAll(async () => {
+    await user?.close();
+    await session?.close();
+  });
+
+  const newSid = () => randomBytes(32).toString('hex').toUpperCase();
+
+  it('answers auth.sid from the cache the session-service filled', async () => {
+    const sid = newSid();
+    const dead = newSid();
+    const writer = new SessionCache(session.client, 60);
+    await writer.fillLive(tokenHash(sid)!, { userId: 'u-acl', owners: ['AB'], familyId: 'f', sidExpiresAt: Date.now() + 60_000 }, Date.now());
+    await writer.tombstone(tokenHash(dead)!);
+    const validator = new CachedSessionValidator(new SessionCache(user.client), { validate: async (s) => (asked.push(s), fallback) });
+    expect(await validator.validate(sid)).toEqual({ kind: 'session', subject: 'u-acl', owners: ['ab'] });
+    expect(await validator.validate(dead)).toBeNull();
+    const missing = newSid();
+    expect(await validator.validate(missing)).toBe(fallback); // a miss goes to the session-service
+    expect(asked).toEqual([missing]);
+  });
+
+  it('cannot write the cache, nor read or write other keys', async () => {
+    const reader = new SessionCache(user.client);
+    const hash = tokenHash(newSid())!;
+    await expect(reader.tombstone(hash)).rejects.toThrow(/NOPERM/);
+    await expect(reader.fillDead(hash)).rejects.toBeInstanceOf(RedisUnavailable);
+    await expect(redisCommand(user.client, ['DEL', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
+    await expect(redisCommand(user.client, ['GET', 'auth:rnd:someone'])).rejects.toThrow(/NOPERM/);
+    await expect(redisCommand(user.client, ['EVAL', "return redis.call('GET', KEYS[1])", '1', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
+    expect(await redisCommand(session.client, ['GET', `sess:${hash}`])).toBeNull(); // nothing was written
+  });
+});
