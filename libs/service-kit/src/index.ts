@@ -6,3 +6,4 @@ export { accessLog } from './accessLog';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER } from './requireInternalSecret';
 export { serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';
+export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';

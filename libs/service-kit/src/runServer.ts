@@ -15,6 +15,10 @@ export interface RunServerOptions {
   /** Set when shutting down begins, so /readyz can fail at once. */
   onDraining?: () => void;
   maxHeaderSize?: number;
+  /** False leaves a missing Host to the app (Node's own check answers a bare 400). */
+  requireHostHeader?: boolean;
+  /** Called with the server before it listens: for 'clientError', 'checkContinue' and the like. */
+  configure?: (server: Server) => void;
 }
 
 export interface RunningServer {
@@ -36,9 +40,11 @@ export async function runServer(app: RequestListener, options: RunServerOptions)
       requestTimeout: 0, // uploads of 64 MiB on slow links: bounded by the idle timeout below instead
       headersTimeout: 30_000,
       keepAliveTimeout: 65_000,
+      requireHostHeader: options.requireHostHeader ?? true,
     },
     app,
   );
+  options.configure?.(server);
   server.setTimeout(options.requestTimeoutMs ?? 120_000, (socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,4 +1,4 @@
-import express from 'express';
+import express, { type RequestHandler } from 'express';
 import type { Logger } from '@cp/logging';
 import { accessLog } from './accessLog';
 import { healthRoutes, type ReadinessCheck } from './healthRoutes';
@@ -10,6 +10,8 @@ export interface ServiceAppDeps {
   metrics: ServiceMetrics;
   readiness: ReadinessCheck[];
   isDraining: () => boolean;
+  /** Runs after the request id and access log, before anything else (the gateway's head checks). */
+  before?: RequestHandler[];
 }
 
 /**
@@ -22,6 +24,7 @@ export function serviceApp(deps: ServiceAppDeps): express.Express {
   app.set('etag', false);
   app.use(requestId());
   app.use(accessLog(deps.logger));
+  for (const handler of deps.before ?? []) app.use(handler);
   app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));
   app.use(deps.metrics.middleware());
   return app;

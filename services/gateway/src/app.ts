@@ -6,6 +6,7 @@ import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http
 import type { Logger } from '@cp/logging';
 import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
+import { edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
 import { gatewayErrorBody } from './http/upstreamErrorBody';
 
@@ -23,7 +24,7 @@ export interface GatewayDeps {
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
 export function buildApp(deps: GatewayDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining, before: [edgeChecks()] });
   app.use(docsRoutes());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
@@ -47,13 +48,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
     const upstream = upstreamFor(req.path);
     const proxy = upstream && proxies.get(upstream);
     if (proxy) {
-      // A write without Content-Length or Transfer-Encoding would be re-framed as chunked by the
-      // proxy; the content API asks for a length instead (411).
-      if (upstream === 'content' && (req.method === 'POST' || req.method === 'PUT') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
-        res.setHeader('Connection', 'close');
-        sendError(res, upstream, 411, 'lengthRequired', 'send Content-Length (or a chunked body)', req.id);
-        return;
-      }
+      // edgeChecks has refused what the head alone condemns (a write without a length included).
       void proxy(req, res, next);
       return;
     }

@@ -3,7 +3,8 @@ import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
-import type { Upstream } from './http/routes';
+import { answerClientErrors, deferExpectations } from './http/clientErrors';
+import { routeLabel, type Upstream } from './http/routes';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -24,7 +25,7 @@ async function main(): Promise<void> {
   let draining = false;
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('gateway'),
+    metrics: new ServiceMetrics('gateway', (req) => routeLabel(req.path)),
     upstreams,
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     readiness,
@@ -37,6 +38,12 @@ async function main(): Promise<void> {
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     requestTimeoutMs: config.CLIENT_IDLE_TIMEOUT_MS,
     maxHeaderSize: config.MAX_HEADER_BYTES,
+    // A missing Host, an Expect and what the parser refuses are answered in the contract's format.
+    requireHostHeader: false,
+    configure: (server) => {
+      answerClientErrors(server, logger);
+      deferExpectations(server);
+    },
     onDraining: () => {
       draining = true;
     },

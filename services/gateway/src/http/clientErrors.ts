@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from '@cp/logging';
+import { upstreamFor } from './routes';
+import { gatewayErrorBody } from './upstreamErrorBody';
+
+/** Status and code for what Node's HTTP parser refuses, by its error code. */
+function describe(error: NodeJS.ErrnoException): [number, string, string] {
+  switch (error.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'headersTooLarge', 'the request line and headers are too large'];
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return [413, 'chunkExtensionsTooLarge', 'the chunk extensions are too large'];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+    case 'ERR_HTTP_HEADERS_TIMEOUT':
+      return [408, 'requestTimeout', 'the request did not arrive in time'];
+    default:
+      return [400, 'malformedRequest', `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`];
+  }
+}
+
+/** The path of a request Node could not parse, from the bytes it was given, to pick the error format. */
+function pathOf(error: Error & { rawPacket?: Buffer }, inFlight: IncomingMessage | undefined): string {
+  if (inFlight?.url) return inFlight.url;
+  const line = error.rawPacket?.subarray(0, 2048).toString('latin1').split(/\r?\n/)[0] ?? '';
+  return line.split(' ')[1] ?? '/';
+}
+
+/**
+ * Answers what Node's HTTP parser refuses (bad framing, bad headers, oversized heads, timeouts) in
+ * the contract's error format with Connection: close, instead of Node's bare answer. An answer
+ * never overtakes a request in flight on the same connection: a request whose body was complete
+ * (e.g. junk pipelined after it) is answered first and the error after it; a request whose body
+ * broke off is aborted upstream (which changes nothing) and the error answers it if nothing has
+ * been sent yet.
+ */
+export function answerClientErrors(server: Server, logger: Logger): void {
+  const handled = new WeakSet<Socket>();
+  server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
+    if (handled.has(socket)) return;
+    handled.add(socket);
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    socket.pause();
+    const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+    const req = res?.req;
+    const [status, code, message] = describe(error);
+    const path = pathOf(error, req);
+    const upstream = upstreamFor(path.split('?')[0] ?? '/');
+    const trackId = req?.id ?? randomUUID();
+    const body = JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId));
+    logger.info({ reqId: trackId, code: error.code, status }, 'client error');
+
+    if (res && !res.writableFinished) {
+      if (req && !req.complete) {
+        // The body of the request in flight broke off: abort it upstream and answer it, if we still can.
+        if (!res.headersSent) {
+          res.statusCode = status;
+          res.setHeader('Connection', 'close');
+          res.setHeader('Content-Type', 'application/json; charset=utf-8');
+          res.end(body, () => socket.destroy());
+          setTimeout(() => socket.destroy(), 1000).unref();
+        } else {
+          socket.destroy();
+        }
+        return;
+      }
+      // The request in flight is whole: its answer goes first, then the error, then the close.
+      res.on('finish', () => writeBareError(socket, status, body));
+      res.on('close', () => {
+        if (!res.writableFinished) socket.destroy();
+      });
+      return;
+    }
+    writeBareError(socket, status, body);
+  });
+}
+
+function writeBareError(socket: Socket, status: number, body: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large' }[status] ?? 'Error';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/**
+ * `Expect` is decided by the app (edgeChecks): a head that can never succeed is refused without a
+ * 100 Continue, otherwise the 100 is sent and the body read. Node would send the 100 (or a bare 417)
+ * on its own before the app sees the request.
+ */
+export function deferExpectations(server: Server): void {
+  const passOn = (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res);
+  server.on('checkContinue', passOn);
+  server.on('checkExpectation', passOn);
+}
