@@ -278,8 +278,15 @@ describe('bad input through the gateway', () => {
     );
   });
 
-  it('keeps metric route labels to a fixed set', async () => {
-    const text = await (await fetch(`${testStack().gatewayUrl}/metrics`)).text();
+  it('keeps /metrics and /readyz off the public port, and metric route labels to a fixed set', async () => {
+    const { gatewayUrl, gatewayAdminUrl } = testStack();
+    for (const path of ['/metrics', '/readyz']) {
+      const publicAnswer = await fetch(`${gatewayUrl}${path}`);
+      expect([path, publicAnswer.status]).toEqual([path, 404]);
+      expect([path, (await fetch(`${gatewayAdminUrl}${path}`)).status]).toEqual([path, 200]);
+    }
+    expect((await fetch(`${gatewayUrl}/healthz`)).status).toBe(200);
+    const text = await (await fetch(`${gatewayAdminUrl}/metrics`)).text();
     const routes = new Set([...text.matchAll(/http_request_duration_seconds_count\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
     expect(routes.size).toBeGreaterThan(0);
     for (const route of routes) expect(['other', '/v1/:ownerId/contents', '/v1/:ownerId/contents/:contentId', '/auth/v5.x/authenticate-by-cert', '/auth/v5.x/approve-cert', '/sessions/v5.x/sessions/refresh', '/healthz', '/readyz', '/metrics', '/docs', '/openapi.yaml', '/openapi.json']).toContain(route);

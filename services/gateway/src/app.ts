@@ -20,11 +20,12 @@ export interface GatewayDeps {
 }
 
 /**
+ * The public side of the gateway (its /readyz and /metrics are on the admin port: main.ts).
  * The edge of the system: routes /v1, /auth/v5.x and /sessions/v5.x to their services, streaming
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
 export function buildApp(deps: GatewayDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining, before: [edgeChecks()] });
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining, separateAdmin: true, before: [edgeChecks()] });
   app.use(docsRoutes());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });

@@ -1,6 +1,7 @@
 import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
-import { runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
+import { createServer } from 'node:http';
+import { adminApp, runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { answerClientErrors, deferExpectations } from './http/clientErrors';
@@ -23,9 +24,17 @@ async function main(): Promise<void> {
   }));
 
   let draining = false;
+  const metrics = new ServiceMetrics('gateway', (req) => routeLabel(req.path));
+  // The public port is the internet's: readiness details and metrics go on a port of their own.
+  const admin = createServer(adminApp({ metrics, readiness, isDraining: () => draining }));
+  await new Promise<void>((resolve, reject) => {
+    admin.once('error', reject);
+    admin.listen(config.ADMIN_PORT, config.HOST, () => resolve());
+  });
+  logger.info({ adminPort: config.ADMIN_PORT }, 'admin port listening');
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('gateway', (req) => routeLabel(req.path)),
+    metrics,
     upstreams,
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     readiness,
@@ -46,6 +55,10 @@ async function main(): Promise<void> {
     },
     onDraining: () => {
       draining = true;
+    },
+    onShutdown: async () => {
+      admin.closeAllConnections();
+      await new Promise<void>((resolve) => admin.close(() => resolve()));
     },
   });
 }
