@@ -52,6 +52,8 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     const upstream = upstreamFor(path.split('?')[0] ?? '/');
     const trackId = req?.id ?? randomUUID();
     const body = JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId));
+    // As on every /v1 error: the id in a header too (see the content-service's errorHandler).
+    const errorId = upstream === 'auth' || upstream === 'sessions' ? null : `urn:error:contents:${code}`;
     logger.info({ reqId: trackId, code: error.code, status }, 'client error');
 
     if (res && !res.writableFinished) {
@@ -61,6 +63,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
           res.statusCode = status;
           res.setHeader('Connection', 'close');
           res.setHeader('Content-Type', 'application/json; charset=utf-8');
+          if (errorId) res.setHeader('X-Error-Id', errorId);
           res.end(body, () => socket.destroy());
           setTimeout(() => socket.destroy(), 1000).unref();
         } else {
@@ -69,24 +72,24 @@ export function answerClientErrors(server: Server, logger: Logger): void {
         return;
       }
       // The request in flight is whole: its answer goes first, then the error, then the close.
-      res.on('finish', () => writeBareError(socket, status, body));
+      res.on('finish', () => writeBareError(socket, status, body, errorId));
       res.on('close', () => {
         if (!res.writableFinished) socket.destroy();
       });
       return;
     }
-    writeBareError(socket, status, body);
+    writeBareError(socket, status, body, errorId);
   });
 }
 
-function writeBareError(socket: Socket, status: number, body: string): void {
+function writeBareError(socket: Socket, status: number, body: string, errorId: string | null): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large' }[status] ?? 'Error';
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n${errorId ? `X-Error-Id: ${errorId}\r\n` : ''}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
   setTimeout(() => socket.destroy(), 1000).unref();
 }
