@@ -141,6 +141,13 @@ describe('bad input through the gateway', () => {
     expect(back.body.toString()).toBe('0123456789');
   });
 
+  it('passes a head on before its body: the content-service refuses a bad token with no body byte sent', async () => {
+    const x = await send([head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', 'Authorization: Bearer not-a-token', 'Content-Range: bytes 100-199/300', 'Content-Length: 100'])]);
+    const finals = expectSane(x, '/v1', 'head only');
+    expect(finals[0]!.status).toBe(401);
+    expect(finals[0]!.atMs).toBeLessThan(2000);
+  });
+
   it('sends 100 Continue and then takes the body when the head is fine', async () => {
     const x = await send([head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Expect: 100-continue', 'Content-Type: text/plain; charset=utf-8', 'Content-Length: 4', 'Connection: close']), 300, 'abcd']);
     expect(x.responses.map((r) => r.status)).toEqual([100, 201]);

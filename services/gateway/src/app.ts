@@ -39,6 +39,9 @@ export function buildApp(deps: GatewayDeps): express.Express {
         xfwd: true,
         proxyTimeout: deps.upstreamTimeoutMs,
         on: {
+          // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
+          // body byte; Node would otherwise hold the head back until the first body chunk.
+          proxyReq: (proxyReq) => proxyReq.flushHeaders(),
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
         },
       }),
