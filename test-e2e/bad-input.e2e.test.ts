@@ -141,6 +141,15 @@ describe('bad input through the gateway', () => {
     expect(back.body.toString()).toBe('0123456789');
   });
 
+  it('answers junk after two pipelined POSTs only after both, which are created', async () => {
+    const post = (bytes: string) => head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, `Content-Length: ${bytes.length}`]) + bytes;
+    const x = await send([post('first') + post('second') + 'GET / HTTP/1.1\r\nBad Header\r\n\r\n']);
+    const finals = expectSane(x, '/v1', 'two pipelined then junk');
+    expect(finals.map((r) => r.status)).toEqual([201, 201, 400]);
+    const bodies = await Promise.all(finals.slice(0, 2).map((r) => call(contentsUrl(fuzzOwner, JSON.parse(r.body.toString()).id), { token: fuzzToken })));
+    expect(bodies.map((b) => b.body.toString())).toEqual(['first', 'second']);
+  });
+
   it('passes a head on before its body: the content-service refuses a bad token with no body byte sent', async () => {
     const x = await send([head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', 'Authorization: Bearer not-a-token', 'Content-Range: bytes 100-199/300', 'Content-Length: 100'])]);
     const finals = expectSane(x, '/v1', 'head only');

@@ -30,13 +30,24 @@ function pathOf(error: Error & { rawPacket?: Buffer }, inFlight: IncomingMessage
 /**
  * Answers what Node's HTTP parser refuses (bad framing, bad headers, oversized heads, timeouts) in
  * the contract's error format with Connection: close, instead of Node's bare answer. An answer
- * never overtakes a request in flight on the same connection: a request whose body was complete
- * (e.g. junk pipelined after it) is answered first and the error after it; a request whose body
- * broke off is aborted upstream (which changes nothing) and the error answers it if nothing has
- * been sent yet.
+ * never overtakes a request in flight on the same connection: requests whose bodies were complete
+ * (e.g. junk pipelined after them) are answered first and the error after them; a request whose
+ * body broke off is aborted upstream (which changes nothing) and the error answers it if nothing
+ * has been sent yet.
  */
 export function answerClientErrors(server: Server, logger: Logger): void {
   const handled = new WeakSet<Socket>();
+  // The responses not yet finished on each connection, in request order (pipelining queues them).
+  const unfinished = new WeakMap<Socket, Set<ServerResponse>>();
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    let open = unfinished.get(req.socket);
+    if (!open) unfinished.set(req.socket, (open = new Set()));
+    open.add(res);
+    const done = () => open.delete(res);
+    res.once('finish', done);
+    res.once('close', done);
+  });
+
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
     if (handled.has(socket)) return;
     handled.add(socket);
@@ -45,8 +56,9 @@ export function answerClientErrors(server: Server, logger: Logger): void {
       return;
     }
     socket.pause();
-    const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
-    const req = res?.req;
+    const pending = [...(unfinished.get(socket) ?? [])].filter((r) => !r.writableFinished);
+    const last = pending.at(-1);
+    const req = last?.req;
     const [status, code, message] = describe(error);
     const path = pathOf(error, req);
     const upstream = upstreamFor(path.split('?')[0] ?? '/');
@@ -56,29 +68,36 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     const errorId = upstream === 'auth' || upstream === 'sessions' ? null : `urn:error:contents:${code}`;
     logger.info({ reqId: trackId, code: error.code, status }, 'client error');
 
-    if (res && !res.writableFinished) {
-      if (req && !req.complete) {
-        // The body of the request in flight broke off: abort it upstream and answer it, if we still can.
-        if (!res.headersSent) {
-          res.statusCode = status;
-          res.setHeader('Connection', 'close');
-          res.setHeader('Content-Type', 'application/json; charset=utf-8');
-          if (errorId) res.setHeader('X-Error-Id', errorId);
-          res.end(body, () => socket.destroy());
-          setTimeout(() => socket.destroy(), 1000).unref();
-        } else {
-          socket.destroy();
-        }
-        return;
+    if (last && req && !req.complete) {
+      // The body of the last request broke off: abort it upstream (closing the connection does)
+      // and answer it with the error, when nothing of its answer or an earlier one is under way.
+      if (pending.length === 1 && !last.headersSent) {
+        last.statusCode = status;
+        last.setHeader('Connection', 'close');
+        last.setHeader('Content-Type', 'application/json; charset=utf-8');
+        if (errorId) last.setHeader('X-Error-Id', errorId);
+        last.end(body, () => socket.destroy());
+        setTimeout(() => socket.destroy(), 1000).unref();
+      } else {
+        socket.destroy();
       }
-      // The request in flight is whole: its answer goes first, then the error, then the close.
-      res.on('finish', () => writeBareError(socket, status, body, errorId));
-      res.on('close', () => {
-        if (!res.writableFinished) socket.destroy();
-      });
       return;
     }
-    writeBareError(socket, status, body, errorId);
+    if (pending.length === 0) {
+      writeBareError(socket, status, body, errorId);
+      return;
+    }
+    // The requests in flight are whole: their answers go first, then the error, then the close.
+    let left = pending.length;
+    for (const res of pending) {
+      res.once('close', () => {
+        if (!res.writableFinished) socket.destroy();
+      });
+      res.once('finish', () => {
+        left -= 1;
+        if (left === 0) writeBareError(socket, status, body, errorId);
+      });
+    }
   });
 }
 
