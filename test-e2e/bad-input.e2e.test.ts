@@ -180,14 +180,14 @@ describe('bad input through the gateway', () => {
       headers: { 'x-kontur-apikey': 'k'.repeat(12 * 1024) },
     });
     expect(refresh.status).toBe(403);
-    expect((await refresh.json()).Code).toBe('InvalidApiKey');
+    expect(((await refresh.json()) as { Code: string }).Code).toBe('InvalidApiKey');
     const authenticate = await fetch(`${services['auth-service']!.url}/auth/v5.13/authenticate-by-cert`, {
       method: 'POST',
       headers: { 'x-kontur-apikey': 'k'.repeat(12 * 1024), 'content-type': 'application/octet-stream' },
       body: 'not a certificate',
     });
     expect(authenticate.status).toBe(403);
-    expect((await authenticate.json()).Code).toBe('InvalidApiKey');
+    expect(((await authenticate.json()) as { Code: string }).Code).toBe('InvalidApiKey');
     const get = await fetch(`${services['content-service']!.url}/v1/${owner}/contents/${readyId}`, { headers: { authorization: `auth.sid ${'A'.repeat(12 * 1024)}` } });
     expect(get.status).toBe(401);
     const post = await fetch(`${services['content-service']!.url}/v1/${owner}/contents`, {
@@ -196,7 +196,7 @@ describe('bad input through the gateway', () => {
       body: 'abc',
     });
     expect(post.status).toBe(400);
-    expect((await post.json()).id).toBe('urn:error:contents:invalidContentType');
+    expect(((await post.json()) as { id: string }).id).toBe('urn:error:contents:invalidContentType');
   });
 
   // ---- generated cases --------------------------------------------------------------------
