@@ -312,6 +312,8 @@ describe('bad input through the gateway', () => {
     const text = await (await fetch(`${gatewayAdminUrl}/metrics`)).text();
     const routes = new Set([...text.matchAll(/http_request_duration_seconds_count\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
     expect(routes.size).toBeGreaterThan(0);
+    // Requests refused from their head are counted too (the unknown Expect above: 417).
+    expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*status="417"/);
     for (const route of routes) expect(['other', '/v1/:ownerId/contents', '/v1/:ownerId/contents/:contentId', '/auth/v5.x/authenticate-by-cert', '/auth/v5.x/approve-cert', '/sessions/v5.x/sessions/refresh', '/healthz', '/readyz', '/metrics', '/docs', '/openapi.yaml', '/openapi.json']).toContain(route);
   });
 

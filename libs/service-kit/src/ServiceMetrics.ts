@@ -1,6 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 
+const TIMED = 'cpServiceMetricsTimed';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
 
 /** Prometheus metrics of one service: process defaults plus HTTP request counts and durations. */
@@ -37,6 +38,9 @@ export class ServiceMetrics {
   /** Times each request, labelled by route (see the constructor). */
   middleware(): RequestHandler {
     return (req, res, next) => {
+      // Mounted twice by a service that times requests before its own checks: time each once.
+      if (res.locals[TIMED]) return next();
+      res.locals[TIMED] = true;
       const end = this.duration.startTimer();
       res.on('close', () => {
         const route = this.routeLabel ? this.routeLabel(req) : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;
