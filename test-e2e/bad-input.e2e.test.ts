@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { exchange, type RawExchange, type RawResponse, type RawStep } from './support/rawHttp';
+import { startService } from '../scripts/stack';
 import { testStack, tokenFor } from './support/stack';
 import { call, contentsUrl, newOwner, postPart, putPart } from './support/http';
 
@@ -148,6 +149,26 @@ describe('bad input through the gateway', () => {
     expect(finals.map((r) => r.status)).toEqual([201, 201, 400]);
     const bodies = await Promise.all(finals.slice(0, 2).map((r) => call(contentsUrl(fuzzOwner, JSON.parse(r.body.toString()).id), { token: fuzzToken })));
     expect(bodies.map((b) => b.body.toString())).toEqual(['first', 'second']);
+  });
+
+  it('answers 408 in the contract format to a client silent mid-body, storing nothing', async () => {
+    const stack = testStack();
+    const gateway = await startService('gateway', {
+      logDir: stack.logDir,
+      env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, CLIENT_IDLE_TIMEOUT_MS: '1000' },
+    });
+    try {
+      const x = await exchange(gateway.port, [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'q'.repeat(30)], {
+        deadlineMs: 5000,
+        halfClose: false,
+      });
+      const finals = expectSane(x, '/v1', 'silent mid-body');
+      expect(finals.map((r) => r.status)).toEqual([408]);
+      expect(JSON.parse(finals[0]!.body.toString()).id).toBe('urn:error:contents:requestTimeout');
+      expect(finals[0]!.atMs).toBeGreaterThanOrEqual(900);
+    } finally {
+      await gateway.stop();
+    }
   });
 
   it('passes a head on before its body: the content-service refuses a bad token with no body byte sent', async () => {

@@ -1,5 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from '@cp/logging';
 
 export interface RunServerOptions {
@@ -17,6 +17,8 @@ export interface RunServerOptions {
   maxHeaderSize?: number;
   /** False leaves a missing Host to the app (Node's own check answers a bare 400). */
   requireHostHeader?: boolean;
+  /** A connection silent for `requestTimeoutMs`; by default it is dropped without an answer. */
+  onIdleTimeout?: (socket: Socket) => void;
   /** Called with the server before it listens: for 'clientError', 'checkContinue' and the like. */
   configure?: (server: Server) => void;
 }
@@ -45,7 +47,7 @@ export async function runServer(app: RequestListener, options: RunServerOptions)
     app,
   );
   options.configure?.(server);
-  server.setTimeout(options.requestTimeoutMs ?? 120_000, (socket) => socket.destroy());
+  server.setTimeout(options.requestTimeoutMs ?? 120_000, options.onIdleTimeout ?? ((socket) => socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { adminApp, runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
-import { answerClientErrors, deferExpectations } from './http/clientErrors';
+import { answerClientErrors, answerIdleTimeout, deferExpectations } from './http/clientErrors';
 import { routeLabel, type Upstream } from './http/routes';
 
 async function main(): Promise<void> {
@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     maxHeaderSize: config.MAX_HEADER_BYTES,
     // A missing Host, an Expect and what the parser refuses are answered in the contract's format.
     requireHostHeader: false,
+    onIdleTimeout: answerIdleTimeout,
     configure: (server) => {
       answerClientErrors(server, logger);
       deferExpectations(server);

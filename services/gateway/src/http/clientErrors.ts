@@ -123,3 +123,25 @@ export function deferExpectations(server: Server): void {
   server.on('checkContinue', passOn);
   server.on('checkExpectation', passOn);
 }
+
+/**
+ * A client silent mid-body for the idle timeout gets 408 in its API's error format (its upstream
+ * request is aborted by the close, which stores nothing); any other idle connection is dropped.
+ */
+export function answerIdleTimeout(socket: Socket): void {
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  // Only a request whose body stopped coming: a whole one is waiting on its upstream, whose answer
+  // (or 504 at UPSTREAM_TIMEOUT_MS) must not be overtaken.
+  if (!res || res.headersSent || res.req.complete || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const upstream = upstreamFor((res.req.url ?? '/').split('?')[0] ?? '/');
+  const code = 'requestTimeout';
+  res.statusCode = 408;
+  res.setHeader('Connection', 'close');
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${code}`);
+  res.end(JSON.stringify(gatewayErrorBody(upstream, 408, code, 'the request went silent for too long; send it again', res.req.id)), () => socket.destroy());
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
