@@ -25,6 +25,7 @@ describe('refusalOf: what the gateway decides from the head alone', () => {
     ['%2e%2e', head('GET', '/v1/%2E%2e/internal', [['Host', 'g']]), 'invalidPath'],
     ['non-ASCII Content-Type', head('POST', `/v1/${OWNER}/contents`, [['Host', 'g'], ['Content-Type', 'text/plain; charset=\xff'], ['Content-Length', '1']]), 'invalidContentType'],
     ['12 KB api key', head('POST', `/sessions/v5.13/sessions/refresh?api-key=${'k'.repeat(12288)}`, [['Host', 'g']]), 'credentialTooLong'],
+    ['a 2 KB auth.sid cookie', head('GET', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Cookie', `theme=dark; auth.sid=${'A'.repeat(2048)}`]]), 'credentialTooLong'],
     ['Content-Length above 64 MiB', head('POST', `/v1/${OWNER}/contents`, [['Host', 'g'], ['Content-Length', '67108865']]), 'partTooLarge'],
     ['range of more than 64 MiB', head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 0-67108864/99999999999'], ['Transfer-Encoding', 'chunked']]), 'partTooLarge'],
     ['a > b', head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 9-0/10'], ['Content-Length', '10']]), 'invalidRange'],
@@ -35,6 +36,10 @@ describe('refusalOf: what the gateway decides from the head alone', () => {
   ])('refuses %s', (_name, req, code) => {
     expect(refused(req)).toBe(code);
   });
+});
+
+it('leaves cookies other than auth.sid alone', () => {
+  expect(refused(head('GET', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Cookie', `pref=caf\xe9; big=${'x'.repeat(9000)}; auth.sid=${'A'.repeat(64)}`]]))).toBeNull();
 });
 
 describe('routeLabel', () => {

@@ -71,10 +71,13 @@ function credentialRefusal(req: Request): EdgeRefusal | null {
     if (authorization.length > MAX_AUTHORIZATION_LENGTH) return tooLong('Authorization');
     if (NON_ASCII_OR_CONTROL.test(authorization)) return notAscii('Authorization');
   }
-  const cookie = req.headers.cookie;
-  if (cookie !== undefined) {
-    if (cookie.length > MAX_AUTHORIZATION_LENGTH) return tooLong('Cookie');
-    if (NON_ASCII_OR_CONTROL.test(cookie)) return notAscii('Cookie');
+  // Only the session cookie is a credential; other cookies of the domain are none of our business.
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== 'auth.sid') continue;
+    const sid = part.slice(eq + 1).trim();
+    if (sid.length > MAX_TOKEN_LENGTH) return tooLong('the auth.sid cookie');
+    if (NON_ASCII_OR_CONTROL.test(sid)) return notAscii('the auth.sid cookie');
   }
   const apiKeyHeader = req.headers['x-kontur-apikey'];
   const apiKey = Array.isArray(apiKeyHeader) ? apiKeyHeader.join(', ') : apiKeyHeader;
