@@ -11,9 +11,11 @@ export const MAX_CONTENT_SIZE = 30 * 1024 * 1024 * 1024;
 export const MAX_AUTHORIZATION_LENGTH = 8192;
 export const MAX_TOKEN_LENGTH = 1024;
 
+// Query parameters that carry credentials (and the thumbprint), passed on to other services.
 const CREDENTIAL_PARAMETERS = ['api-key', 'apikey', 'auth.sid', 'sid', 'refresh-token', 'refreshtoken', 'thumbprint'];
-// A Content-Range as the content-service reads it (libs/ranges); here only to refuse, from the
-// headers, a write that can never succeed before any body byte is read.
+// The grammar libs/ranges parses for the content-service (which stays the authority); repeated
+// here, without that package as a dependency of the edge, only to refuse from the head a write
+// that can never succeed before any body byte is read. Keep the two in step.
 const CONTENT_RANGE = /^bytes[ =]([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
 const NON_ASCII_OR_CONTROL = /[^\x20-\x7E\t]/;
 
