@@ -1,4 +1,6 @@
 import type { Request } from 'express';
+import fc from 'fast-check';
+import { parseContentRange } from '@cp/ranges';
 import { refusalOf } from '../src/http/edgeChecks';
 import { routeLabel } from '../src/http/routes';
 
@@ -49,5 +51,25 @@ describe('routeLabel', () => {
     expect(routeLabel('/sessions/v5.12/sessions/refresh')).toBe('/sessions/v5.x/sessions/refresh');
     expect(routeLabel('/healthz')).toBe('/healthz');
     for (const path of ['/x1', '/random-segment-123', '/v1/not-a-uuid/contents', '/auth/v5.13/unknown']) expect(routeLabel(path)).toBe('other');
+  });
+});
+
+describe('the edge and the content-service read Content-Range alike', () => {
+  it('refuses as invalidRange exactly what libs/ranges cannot parse', () => {
+    const piece = fc.oneof(fc.constantFrom('bytes ', 'bytes=', 'BYTES ', 'bytes', '-', '/', '*', ' ', '0', '9', '10', '99999999999999999999'), fc.nat(50).map(String));
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 7 }).map((parts) => parts.join('')), (value) => {
+        const req = head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', value], ['Transfer-Encoding', 'chunked']]);
+        let parses = true;
+        try {
+          parseContentRange(value);
+        } catch {
+          parses = false;
+        }
+        const code = refused(req);
+        expect({ value, parses, edgeInvalid: code === 'invalidRange' }).toEqual({ value, parses, edgeInvalid: !parses });
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
