@@ -171,6 +171,26 @@ describe('bad input through the gateway', () => {
     }
   });
 
+  it('aborts upstream a part whose body broke off, so the part can be sent again at once', async () => {
+    // Part 1 (the final one) first, so that part 0 is an aligned 64 MiB part streamed into UploadPart under a claim.
+    const P = 64 * 1024 * 1024;
+    const data = randomBytes(P + 10);
+    const created = await postPart(fuzzOwner, fuzzToken, data.subarray(P), `bytes ${P}-${P + 9}/${P + 10}`);
+    expect(created.status).toBe(201);
+    const id = created.json().id as string;
+    const x = await send([head(`PUT /v1/${fuzzOwner}/contents/${id} HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, `Content-Range: bytes 0-${P - 1}/${P + 10}`, `Content-Length: ${P}`]), data.subarray(0, 1024 * 1024), 200], { halfClose: true });
+    expect(expectSane(x, '/v1', 'part cut short').map((r) => r.status)).toEqual([400]);
+    // Had the proxied request stayed open, the content-service would hold the part's claim (503 partWriting) until its idle timeout.
+    let again = await putPart(fuzzOwner, id, fuzzToken, data.subarray(0, P), `bytes 0-${P - 1}/${P + 10}`);
+    for (let tries = 0; again.status === 503 && tries < 3; tries += 1) {
+      await new Promise((r) => setTimeout(r, 1000));
+      again = await putPart(fuzzOwner, id, fuzzToken, data.subarray(0, P), `bytes 0-${P - 1}/${P + 10}`);
+    }
+    expect(again.status).toBe(201);
+    const back = await call(contentsUrl(fuzzOwner, id), { token: fuzzToken });
+    expect(back.body.equals(data)).toBe(true);
+  });
+
   it('passes a head on before its body: the content-service refuses a bad token with no body byte sent', async () => {
     const x = await send([head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', 'Authorization: Bearer not-a-token', 'Content-Range: bytes 100-199/300', 'Content-Length: 100'])]);
     const finals = expectSane(x, '/v1', 'head only');

@@ -76,8 +76,8 @@ export function answerClientErrors(server: Server, logger: Logger): void {
         last.setHeader('Connection', 'close');
         last.setHeader('Content-Type', 'application/json; charset=utf-8');
         if (errorId) last.setHeader('X-Error-Id', errorId);
-        last.end(body, () => socket.destroy());
-        setTimeout(() => socket.destroy(), 1000).unref();
+        last.end(body, () => abort(req, socket));
+        setTimeout(() => abort(req, socket), 1000).unref();
       } else {
         socket.destroy();
       }
@@ -142,6 +142,17 @@ export function answerIdleTimeout(socket: Socket): void {
   res.setHeader('Connection', 'close');
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${code}`);
-  res.end(JSON.stringify(gatewayErrorBody(upstream, 408, code, 'the request went silent for too long; send it again', res.req.id)), () => socket.destroy());
-  setTimeout(() => socket.destroy(), 1000).unref();
+  res.end(JSON.stringify(gatewayErrorBody(upstream, 408, code, 'the request went silent for too long; send it again', res.req.id)), () => abort(res.req, socket));
+  setTimeout(() => abort(res.req, socket), 1000).unref();
+}
+
+/**
+ * Ends a request whose body never completed, after its answer went out. Once a response has
+ * finished, Node no longer counts its request as in flight, so closing the socket alone would not
+ * abort it: the proxy would keep the upstream request open (and the content-service its part
+ * claim) until a timeout. Destroying the request aborts the proxied one at once.
+ */
+function abort(req: IncomingMessage, socket: Socket): void {
+  if (!req.destroyed) req.destroy();
+  socket.destroy();
 }
