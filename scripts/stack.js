@@ -61,8 +61,16 @@ function tail(file) {
  * Starts one service from its build output. Returns { name, url, port, child, logFile, stop }.
  * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled until it answers 200.
  */
-async function startService(name, { port, env, logDir, readyPath, nodeArgs = [] }) {
+async function startService(name, { port, env = {}, logDir, readyPath, readyBase, adminPort, nodeArgs = [] }) {
   port = port || (await freePort());
+  // The gateway serves /readyz and /metrics on an admin port of its own (never the public one).
+  let adminUrl;
+  if (name === 'gateway') {
+    adminPort = adminPort || Number(env.ADMIN_PORT) || (await freePort());
+    env = { ...env, ADMIN_PORT: String(adminPort) };
+    adminUrl = `http://127.0.0.1:${adminPort}`;
+    readyBase = readyBase || adminUrl;
+  }
   fs.mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${name}-${port}.log`);
   const out = fs.openSync(logFile, 'a');
@@ -80,8 +88,9 @@ async function startService(name, { port, env, logDir, readyPath, nodeArgs = [] 
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;
   };
-  await waitReady(url, child, logFile, readyPath);
-  return { name, url, port, pid: child.pid, child, logFile, exited, stop };
+  // `readyBase`: where readiness is served when it is not the service's own port (the gateway's admin port).
+  await waitReady(readyBase || url, child, logFile, readyPath);
+  return { name, url, port, adminUrl, pid: child.pid, child, logFile, exited, stop };
 }
 
 /**
@@ -155,6 +164,7 @@ async function startStack(opts = {}) {
     services.push(content);
     const gateway = await startService('gateway', {
       port: gatewayPort,
+      adminPort: ports.gatewayAdmin,
       logDir,
       nodeArgs: opts.gatewayNodeArgs,
       env: {
@@ -169,6 +179,7 @@ async function startStack(opts = {}) {
     return {
       prefix,
       gatewayUrl: gateway.url,
+      gatewayAdminUrl: gateway.adminUrl,
       services,
       backing,
       keysDir,
@@ -191,6 +202,7 @@ module.exports = { startStack, startService, backingEnv, freePort, ROOT };
 if (require.main === module) {
   const ports = {
     gateway: Number(process.env.PORT || 8080),
+    gatewayAdmin: Number(process.env.ADMIN_PORT || 9464),
     content: Number(process.env.CONTENT_SERVICE_PORT || 8081),
     auth: Number(process.env.AUTH_SERVICE_PORT || 8082),
     session: Number(process.env.SESSION_SERVICE_PORT || 8083),
@@ -198,7 +210,7 @@ if (require.main === module) {
   startStack({ ports, prefix: process.env.CP_PREFIX || 'local' }).then(
     (stack) => {
       for (const s of stack.services) process.stdout.write(`  ${s.name.padEnd(16)} ${s.url}  (log: ${path.relative(process.cwd(), s.logFile)})\n`);
-      process.stdout.write(`\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\nCtrl-C stops it.\n`);
+      process.stdout.write(`\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\n(the gateway's /readyz and /metrics: ${stack.gatewayAdminUrl})\nCtrl-C stops it.\n`);
       const shutdown = () => stack.stop().then(() => process.exit(0));
       process.once('SIGINT', shutdown);
       process.once('SIGTERM', shutdown);

@@ -12,6 +12,7 @@ module.exports = async () => {
   const info = {
     prefix,
     gatewayUrl: stack.gatewayUrl,
+    gatewayAdminUrl: stack.gatewayAdminUrl,
     keysDir: stack.keysDir,
     logDir,
     backing: stack.backing,

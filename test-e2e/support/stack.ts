@@ -3,6 +3,8 @@ import { DevKeys } from '@cp/credentials';
 export interface TestStack {
   prefix: string;
   gatewayUrl: string;
+  /** The gateway's admin port: /readyz and /metrics (not served on the public port). */
+  gatewayAdminUrl: string;
   keysDir: string;
   logDir: string;
   backing: { S3_ENDPOINT: string; S3_ACCESS_KEY_ID: string; S3_SECRET_ACCESS_KEY: string; MONGODB_URL: string; REDIS_URL: string };

@@ -2,10 +2,10 @@ import { RangeSyntaxError } from './RangeSyntaxError';
 
 /**
  * A download's Range header. `legacy` is the API's own form `bytes a-b/total` (answered 200);
- * the RFC 9110 forms (`bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206.
+ * its `total` (null for `*`) must be the content's. The RFC 9110 forms (`bytes=a-b`, `bytes=a-`, `bytes=-n`) are answered 206.
  */
 export type RangeRequest =
-  | { form: 'legacy'; first: number; last: number }
+  | { form: 'legacy'; first: number; last: number; total: number | null }
   | { form: 'rfc'; first: number; last: number | null }
   | { form: 'rfc-suffix'; length: number };
 
@@ -21,7 +21,7 @@ export function parseRange(header: string): RangeRequest {
     const first = Number(legacy[1]);
     const last = Number(legacy[2]);
     if (first > last) throw new RangeSyntaxError(`Range start ${first} is after its end ${last}`);
-    return { form: 'legacy', first, last };
+    return { form: 'legacy', first, last, total: legacy[3] === '*' ? null : Number(legacy[3]) };
   }
   if (value.includes(',')) throw new RangeSyntaxError('multiple ranges in one request are not supported');
   const rfc = RFC.exec(value);

@@ -79,8 +79,8 @@ describe('parseRange and resolveRange', () => {
   });
 
   it('tells the legacy form from the RFC form', () => {
-    expect(parseRange('bytes 0-9/100')).toEqual({ form: 'legacy', first: 0, last: 9 });
-    expect(parseRange('bytes 0-9/*')).toEqual({ form: 'legacy', first: 0, last: 9 });
+    expect(parseRange('bytes 0-9/100')).toEqual({ form: 'legacy', first: 0, last: 9, total: 100 });
+    expect(parseRange('bytes 0-9/*')).toEqual({ form: 'legacy', first: 0, last: 9, total: null });
     expect(parseRange('bytes=0-9')).toEqual({ form: 'rfc', first: 0, last: 9 });
     expect(parseRange('bytes=5-')).toEqual({ form: 'rfc', first: 5, last: null });
     expect(parseRange('Bytes=-5')).toEqual({ form: 'rfc-suffix', length: 5 });

@@ -1,5 +1,8 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+const TIMED = 'cpServiceMetricsTimed';
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
 
 /** Prometheus metrics of one service: process defaults plus HTTP request counts and durations. */
 export class ServiceMetrics {
@@ -7,7 +10,14 @@ export class ServiceMetrics {
   private readonly duration: Histogram<'method' | 'route' | 'status'>;
   readonly bytes: Counter<'direction'>;
 
-  constructor(service: string) {
+  /**
+   * `routeLabel` names a request's route for the labels; without it, the matched express route or
+   * the first path segment. A service that sees arbitrary paths (the gateway) must give a bounded one.
+   */
+  constructor(
+    service: string,
+    private readonly routeLabel?: (req: Request) => string,
+  ) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
     this.duration = new Histogram({
@@ -25,13 +35,16 @@ export class ServiceMetrics {
     });
   }
 
-  /** Times each request; `route` is the matched express route, or the first path segment. */
+  /** Times each request, labelled by route (see the constructor). */
   middleware(): RequestHandler {
     return (req, res, next) => {
+      // Mounted twice by a service that times requests before its own checks: time each once.
+      if (res.locals[TIMED]) return next();
+      res.locals[TIMED] = true;
       const end = this.duration.startTimer();
       res.on('close', () => {
-        const route = (req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`;
-        end({ method: req.method, route: `${req.baseUrl}${route}`, status: String(res.statusCode) });
+        const route = this.routeLabel ? this.routeLabel(req) : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;
+        end({ method: KNOWN_METHODS.has(req.method) ? req.method : 'other', route, status: String(res.statusCode) });
       });
       next();
     };

@@ -4,5 +4,6 @@ export { healthRoutes, type ReadinessCheck } from './healthRoutes';
 export { runServer, type RunServerOptions, type RunningServer } from './runServer';
 export { accessLog } from './accessLog';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';
-export { serviceApp, type ServiceAppDeps } from './serviceApp';
+export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';
+export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';

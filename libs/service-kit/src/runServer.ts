@@ -1,5 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from '@cp/logging';
 
 export interface RunServerOptions {
@@ -15,6 +15,12 @@ export interface RunServerOptions {
   /** Set when shutting down begins, so /readyz can fail at once. */
   onDraining?: () => void;
   maxHeaderSize?: number;
+  /** False leaves a missing Host to the app (Node's own check answers a bare 400). */
+  requireHostHeader?: boolean;
+  /** A connection silent for `requestTimeoutMs`; by default it is dropped without an answer. */
+  onIdleTimeout?: (socket: Socket) => void;
+  /** Called with the server before it listens: for 'clientError', 'checkContinue' and the like. */
+  configure?: (server: Server) => void;
 }
 
 export interface RunningServer {
@@ -36,10 +42,12 @@ export async function runServer(app: RequestListener, options: RunServerOptions)
       requestTimeout: 0, // uploads of 64 MiB on slow links: bounded by the idle timeout below instead
       headersTimeout: 30_000,
       keepAliveTimeout: 65_000,
+      requireHostHeader: options.requireHostHeader ?? true,
     },
     app,
   );
-  server.setTimeout(options.requestTimeoutMs ?? 120_000, (socket) => socket.destroy());
+  options.configure?.(server);
+  server.setTimeout(options.requestTimeoutMs ?? 120_000, options.onIdleTimeout ?? ((socket) => socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());

@@ -6,6 +6,7 @@ import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http
 import type { Logger } from '@cp/logging';
 import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
+import { edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
 import { gatewayErrorBody } from './http/upstreamErrorBody';
 
@@ -19,11 +20,12 @@ export interface GatewayDeps {
 }
 
 /**
+ * The public side of the gateway (its /readyz and /metrics are on the admin port: main.ts).
  * The edge of the system: routes /v1, /auth/v5.x and /sessions/v5.x to their services, streaming
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
 export function buildApp(deps: GatewayDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining, separateAdmin: true, before: [deps.metrics.middleware(), edgeChecks()] });
   app.use(docsRoutes());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
@@ -37,6 +39,9 @@ export function buildApp(deps: GatewayDeps): express.Express {
         xfwd: true,
         proxyTimeout: deps.upstreamTimeoutMs,
         on: {
+          // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
+          // body byte; Node would otherwise hold the head back until the first body chunk.
+          proxyReq: (proxyReq) => proxyReq.flushHeaders(),
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
         },
       }),
@@ -47,13 +52,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
     const upstream = upstreamFor(req.path);
     const proxy = upstream && proxies.get(upstream);
     if (proxy) {
-      // A write without Content-Length or Transfer-Encoding would be re-framed as chunked by the
-      // proxy; the content API asks for a length instead (411).
-      if (upstream === 'content' && (req.method === 'POST' || req.method === 'PUT') && req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
-        res.setHeader('Connection', 'close');
-        sendError(res, upstream, 411, 'lengthRequired', 'send Content-Length (or a chunked body)', req.id);
-        return;
-      }
+      // edgeChecks has refused what the head alone condemns (a write without a length included).
       void proxy(req, res, next);
       return;
     }

@@ -4,6 +4,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return parseEnv(
     {
       PORT: env.port(8080),
+      /** /readyz and /metrics listen here only, never on the public PORT (/healthz is on both). */
+      ADMIN_PORT: env.port(9464),
       HOST: z.string().default('0.0.0.0'),
       LOG_LEVEL: env.logLevel(),
       CONTENT_SERVICE_URL: env.url(),

@@ -1,9 +1,11 @@
 import { ConfigError } from '@cp/config';
 import { createLogger } from '@cp/logging';
-import { runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
+import { createServer } from 'node:http';
+import { adminApp, runServer, ServiceMetrics, type ReadinessCheck } from '@cp/service-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
-import type { Upstream } from './http/routes';
+import { answerClientErrors, answerIdleTimeout, deferExpectations } from './http/clientErrors';
+import { routeLabel, type Upstream } from './http/routes';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -22,9 +24,17 @@ async function main(): Promise<void> {
   }));
 
   let draining = false;
+  const metrics = new ServiceMetrics('gateway', (req) => routeLabel(req.path));
+  // The public port is the internet's: readiness details and metrics go on a port of their own.
+  const admin = createServer(adminApp({ metrics, readiness, isDraining: () => draining }));
+  await new Promise<void>((resolve, reject) => {
+    admin.once('error', reject);
+    admin.listen(config.ADMIN_PORT, config.HOST, () => resolve());
+  });
+  logger.info({ adminPort: config.ADMIN_PORT }, 'admin port listening');
   const app = buildApp({
     logger,
-    metrics: new ServiceMetrics('gateway'),
+    metrics,
     upstreams,
     upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
     readiness,
@@ -37,8 +47,19 @@ async function main(): Promise<void> {
     shutdownGraceMs: config.SHUTDOWN_GRACE_MS,
     requestTimeoutMs: config.CLIENT_IDLE_TIMEOUT_MS,
     maxHeaderSize: config.MAX_HEADER_BYTES,
+    // A missing Host, an Expect and what the parser refuses are answered in the contract's format.
+    requireHostHeader: false,
+    onIdleTimeout: answerIdleTimeout,
+    configure: (server) => {
+      answerClientErrors(server, logger);
+      deferExpectations(server);
+    },
     onDraining: () => {
       draining = true;
+    },
+    onShutdown: async () => {
+      admin.closeAllConnections();
+      await new Promise<void>((resolve) => admin.close(() => resolve()));
     },
   });
 }

@@ -13,6 +13,8 @@ declare module 'http' {
   }
 }
 
+const SID_SHAPE = /^[0-9A-Fa-f]{64}$/;
+
 /** Resolves the request's credential (Bearer JWT, or auth.sid from header or cookie) to a Principal. */
 export function authenticate(bearer: BearerVerifier | null, sessions: SessionValidator | null): RequestHandler {
   return async (req, _res, next) => {
@@ -34,6 +36,9 @@ export function authenticate(bearer: BearerVerifier | null, sessions: SessionVal
       }
       case 'auth.sid': {
         if (!sessions) throw ServiceError.unauthorized('sessionsNotAccepted', 'this deployment does not accept auth.sid sessions');
+        // A sid is 64 hex characters: anything else is refused here rather than sent on to the
+        // session-service (where an oversized one failed its body limit and came back as 503).
+        if (!SID_SHAPE.test(presented.sid)) throw ServiceError.unauthorized('invalidSession', 'the session is unknown, expired or revoked');
         const principal = await sessions.validate(presented.sid);
         if (!principal) throw ServiceError.unauthorized('invalidSession', 'the session is unknown, expired or revoked');
         req.principal = principal;

@@ -2,6 +2,8 @@ import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '@cp/errors';
 import { parseContentRange, parseRange } from '@cp/ranges';
+import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
+import { legacyTotalMismatch, setDownloadSafetyHeaders } from './downloadHeaders';
 import type { DownloadService } from '../downloads/DownloadService';
 import { formatRanges } from '../uploads/ByteRanges';
 import type { UploadService } from '../uploads/UploadService';
@@ -35,6 +37,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     res.setHeader('X-Upload-State', status.state);
     if (status.state === 'ready') {
       const { record } = status;
+      setDownloadSafetyHeaders(res);
       res.setHeader('X-Content-Total', String(record.total));
       res.setHeader('X-Received-Ranges', record.total > 0 ? `0-${record.total - 1}` : '');
       res.setHeader('Content-Type', record.contentType);
@@ -53,12 +56,16 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const rangeHeader = req.headers.range;
-    const plan = await downloads.plan(ownerId, contentId, rangeHeader === undefined ? null : parseRange(rangeHeader));
+    const range = rangeHeader === undefined ? null : parseRange(rangeHeader);
+    const plan = await downloads.plan(ownerId, contentId, range);
+    const mismatch = legacyTotalMismatch(range, plan.record.total);
+    if (mismatch) throw mismatch;
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     const stored = await downloads.open(plan, abort.signal);
     const length = plan.range === null ? 0 : plan.range.end - plan.range.start + 1;
     res.status(plan.status);
+    setDownloadSafetyHeaders(res);
     res.setHeader('Content-Type', plan.record.contentType);
     res.setHeader('Content-Length', String(length));
     res.setHeader('Accept-Ranges', 'bytes');
@@ -103,6 +110,10 @@ function readWriteHeaders(req: Request) {
   if (lengthHeader !== undefined) declaredLength = Number(lengthHeader);
   else if (!chunked) throw new ServiceError(411, 'lengthRequired', 'send Content-Length (or a chunked body)');
   const contentType = req.headers['content-type'] ?? null;
+  // Stored and sent to S3 verbatim: a value outside the grammar or ASCII failed S3's signature (500).
+  if (contentType !== null && !isValidMediaType(contentType)) {
+    throw ServiceError.badRequest('invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
+  }
   return { range, declaredLength, contentType };
 }
 

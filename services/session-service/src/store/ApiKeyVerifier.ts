@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { ServiceError } from '@cp/errors';
 
+/** Longer than any api key the auth-service issues, by a wide margin. */
+export const MAX_API_KEY_LENGTH = 1024;
+
 /** Whether an api key is registered; answered by the auth-service, which owns the keys. */
 export interface ApiKeyChecker {
   isValid(apiKey: string): Promise<boolean>;
@@ -20,6 +23,9 @@ export class HttpApiKeyVerifier implements ApiKeyChecker {
   ) {}
 
   async isValid(apiKey: string): Promise<boolean> {
+    // No issued key is this long; asking about one would only hit the internal endpoint's body
+    // limit (a 12 KB key came back 413 and was answered 503).
+    if (apiKey.length > MAX_API_KEY_LENGTH) return false;
     const id = createHash('sha256').update(apiKey).digest('hex');
     const until = this.known.get(id);
     if (until !== undefined && until > Date.now()) return true;
@@ -34,7 +40,7 @@ export class HttpApiKeyVerifier implements ApiKeyChecker {
     } catch (error) {
       throw ServiceError.unavailable('ServiceUnavailable', 'api keys cannot be checked now; retry later', error);
     }
-    if (res.status === 404) return false;
+    if (res.status === 404 || res.status === 413) return false;
     if (!res.ok) throw ServiceError.unavailable('ServiceUnavailable', 'api keys cannot be checked now; retry later');
     if (this.known.size > 10_000) this.known.clear();
     this.known.set(id, Date.now() + this.rememberMs);

@@ -1,0 +1,156 @@
+import type { Request, RequestHandler, Response } from 'express';
+import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
+import { upstreamFor, type Upstream } from './routes';
+import { gatewayErrorBody } from './upstreamErrorBody';
+
+/** The content API's part size and content limit (the content-service stays the authority). */
+export const PART_SIZE = 64 * 1024 * 1024;
+export const MAX_CONTENT_SIZE = 30 * 1024 * 1024 * 1024;
+
+/** Longest credential values passed on: far above any real JWT, sid, refresh token or api key. */
+export const MAX_AUTHORIZATION_LENGTH = 8192;
+export const MAX_TOKEN_LENGTH = 1024;
+
+// Query parameters that carry credentials (and the thumbprint), passed on to other services.
+const CREDENTIAL_PARAMETERS = ['api-key', 'apikey', 'auth.sid', 'sid', 'refresh-token', 'refreshtoken', 'thumbprint'];
+// The grammar libs/ranges parses for the content-service (which stays the authority); repeated
+// here, without that package as a dependency of the edge, only to refuse from the head a write
+// that can never succeed before any body byte is read. Keep the two in step.
+const CONTENT_RANGE = /^bytes[ =]([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
+const NON_ASCII_OR_CONTROL = /[^\x20-\x7E\t]/;
+
+export class EdgeRefusal {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly message: string,
+  ) {}
+}
+
+/**
+ * What the gateway decides from a request's head alone, before routing and before any body byte
+ * is read: a request that can never succeed is answered at once (and gets no 100 Continue).
+ * Returns null when the request may go on.
+ */
+export function refusalOf(req: Request): EdgeRefusal | null {
+  const hosts = req.rawHeaders.filter((_, i) => i % 2 === 0 && req.rawHeaders[i]!.toLowerCase() === 'host').length;
+  if (hosts === 0 && req.httpVersion === '1.1') return new EdgeRefusal(400, 'missingHost', 'an HTTP/1.1 request needs one Host header');
+  if (hosts > 1) return new EdgeRefusal(400, 'duplicateHost', 'a request may carry only one Host header');
+
+  const target = req.url;
+  const query = target.indexOf('?');
+  const path = query < 0 ? target : target.slice(0, query);
+  if (!path.startsWith('/') || !isCleanPath(path)) return new EdgeRefusal(400, 'invalidPath', 'the path must be an absolute path without "//", "\\", dot segments or encoded slashes');
+  if (NON_ASCII_OR_CONTROL.test(target)) return new EdgeRefusal(400, 'invalidPath', 'the request target holds bytes outside visible ASCII');
+
+  const expect = req.headers.expect;
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') return new EdgeRefusal(417, 'expectationFailed', 'only "Expect: 100-continue" is supported');
+
+  const contentType = req.headers['content-type'];
+  if (contentType !== undefined && !isValidMediaType(contentType)) {
+    return new EdgeRefusal(400, 'invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
+  }
+
+  const credentials = credentialRefusal(req);
+  if (credentials) return credentials;
+
+  if (upstreamFor(req.path) === 'content') return contentRefusal(req);
+  return null;
+}
+
+function isCleanPath(path: string): boolean {
+  if (path.includes('//') || path.includes('\\')) return false;
+  if (/%(2f|5c|00)/i.test(path)) return false;
+  // `.` and `..` segments, also percent-encoded: a proxy or framework may resolve them into another route.
+  return !path.split('/').some((segment) => /^(\.|%2e){1,2}$/i.test(segment));
+}
+
+function credentialRefusal(req: Request): EdgeRefusal | null {
+  const tooLong = (name: string) => new EdgeRefusal(400, 'credentialTooLong', `${name} is longer than any valid credential`);
+  const notAscii = (name: string) => new EdgeRefusal(400, 'invalidCredential', `${name} holds bytes outside visible ASCII`);
+  const authorization = req.headers.authorization;
+  if (authorization !== undefined) {
+    if (authorization.length > MAX_AUTHORIZATION_LENGTH) return tooLong('Authorization');
+    if (NON_ASCII_OR_CONTROL.test(authorization)) return notAscii('Authorization');
+  }
+  // Only the session cookie is a credential; other cookies of the domain are none of our business.
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== 'auth.sid') continue;
+    const sid = part.slice(eq + 1).trim();
+    if (sid.length > MAX_TOKEN_LENGTH) return tooLong('the auth.sid cookie');
+    if (NON_ASCII_OR_CONTROL.test(sid)) return notAscii('the auth.sid cookie');
+  }
+  const apiKeyHeader = req.headers['x-kontur-apikey'];
+  const apiKey = Array.isArray(apiKeyHeader) ? apiKeyHeader.join(', ') : apiKeyHeader;
+  if (apiKey !== undefined) {
+    if (apiKey.length > MAX_TOKEN_LENGTH) return tooLong('X-Kontur-Apikey');
+    if (NON_ASCII_OR_CONTROL.test(apiKey)) return notAscii('X-Kontur-Apikey');
+  }
+  const query = req.url.indexOf('?');
+  if (query >= 0) {
+    for (const [name, value] of new URLSearchParams(req.url.slice(query + 1))) {
+      if (!CREDENTIAL_PARAMETERS.includes(name.toLowerCase())) continue;
+      if (value.length > MAX_TOKEN_LENGTH) return tooLong(name);
+      if (NON_ASCII_OR_CONTROL.test(value)) return notAscii(name);
+    }
+  }
+  return null;
+}
+
+/** Writes to /v1 that can be refused from their length and Content-Range alone. */
+function contentRefusal(req: Request): EdgeRefusal | null {
+  for (const name of ['content-range', 'range'] as const) {
+    const value = req.headers[name];
+    if (value !== undefined && (value.length > 100 || NON_ASCII_OR_CONTROL.test(value))) {
+      return new EdgeRefusal(400, 'invalidRange', `${name === 'range' ? 'Range' : 'Content-Range'} is not a byte range`);
+    }
+  }
+  if (req.method !== 'POST' && req.method !== 'PUT') return null;
+  const lengthHeader = req.headers['content-length'];
+  const length = lengthHeader === undefined ? null : Number(lengthHeader);
+  if (length === null && req.headers['transfer-encoding'] === undefined) return new EdgeRefusal(411, 'lengthRequired', 'send Content-Length (or a chunked body)');
+  if (length !== null && length > PART_SIZE) return new EdgeRefusal(413, 'partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
+  const header = req.headers['content-range'];
+  if (header === undefined) return null;
+  const m = CONTENT_RANGE.exec(header.trim());
+  if (!m) return new EdgeRefusal(400, 'invalidRange', `Content-Range ${JSON.stringify(header)} is not "bytes a-b/total" or "bytes a-b/*"`);
+  const start = Number(m[1]);
+  const end = Number(m[2]);
+  const total = m[3] === '*' ? null : Number(m[3]);
+  if (start > end) return new EdgeRefusal(400, 'invalidRange', `Content-Range start ${start} is after its end ${end}`);
+  if (total !== null && end >= total) return new EdgeRefusal(400, 'invalidRange', `Content-Range end ${end} is not below the total ${total}`);
+  if (end - start + 1 > PART_SIZE) return new EdgeRefusal(413, 'partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`);
+  if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE) return new EdgeRefusal(413, 'contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+  if (length !== null && length !== end - start + 1) return new EdgeRefusal(400, 'bodyLengthMismatch', `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`);
+  return null;
+}
+
+/**
+ * Runs the head checks first thing. A refused request is answered with Connection: close (its body,
+ * if any, is never read); an accepted `Expect: 100-continue` gets its 100 Continue here, and the
+ * Expect header is not passed upstream (the body is already on its way).
+ */
+export function edgeChecks(): RequestHandler {
+  return (req, res, next) => {
+    const refusal = refusalOf(req);
+    if (refusal) {
+      sendRefusal(req, res, refusal);
+      return;
+    }
+    if (req.headers.expect !== undefined) {
+      if (req.httpVersion === '1.1' && !res.headersSent) res.writeContinue();
+      delete req.headers.expect;
+    }
+    next();
+  };
+}
+
+export function sendRefusal(req: Request, res: Response, refusal: EdgeRefusal): void {
+  const upstream: Upstream | null = upstreamFor(req.path);
+  res.statusCode = refusal.status;
+  res.setHeader('Connection', 'close');
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${refusal.code}`);
+  res.end(JSON.stringify(gatewayErrorBody(upstream, refusal.status, refusal.code, refusal.message, req.id)));
+}
