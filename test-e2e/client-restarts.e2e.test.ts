@@ -1,6 +1,7 @@
 // The client and the `content` command ride out restarts without the user doing anything: a
-// gateway killed (kill -9) in the middle of a download or of an upload's part, and an auth-service
-// killed between authenticate-by-cert and approve-cert, each started again 3 s later on its port.
+// gateway killed (kill -9) in the middle of a download or of an upload's part, a content-service
+// killed mid-part, and an auth-service killed between authenticate-by-cert and approve-cert, each
+// started again 3 s later on its port.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { ContentClient, type RetryNotice } from '@cp/client';
 import { startCli } from './support/contentCli';
 import { call } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
-import { freePort, startService, type ServiceHandle } from './support/replicas';
+import { contentReplicaEnv, freePort, startService, type ServiceHandle } from './support/replicas';
 import { admin, newApiKey, registerUser } from './support/signin';
 import { testStack, tokenFor } from './support/stack';
 
@@ -18,6 +19,14 @@ const MiB = 1024 * 1024;
 const DOWN_MS = 3000;
 /** How soon after the restarted service is ready the interrupted work must be done. */
 const RECOVERY_BOUND_MS = 30_000;
+
+/**
+ * The content-service's lease on a part being written (ASSEMBLY_LEASE_SECONDS): a write killed
+ * mid-part leaves its claim, and retries of that part get 503 partWriting until the lease runs
+ * out. Its default, 600 s, is longer than the client's default budget of 2 minutes: measured, the
+ * CLI then gives up on that part with partWriting (and says how to resume).
+ */
+const PART_LEASE_SECONDS = 15;
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 async function fileSha256(path: string): Promise<string> {
@@ -54,20 +63,27 @@ class Restartable {
   }
 }
 
-describe('the client rides out restarts of the gateway and the auth-service', () => {
+describe('the client rides out restarts of the gateway, the content-service and the auth-service', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cp-restarts-'));
   const owner = randomUUID();
   let token: string;
   let auth: Restartable;
+  let content: Restartable;
   let gateway: Restartable;
 
   beforeAll(async () => {
     const stack = testStack();
     token = await tokenFor([owner]);
-    const [authPort, gatewayPort] = [await freePort(), await freePort()];
+    const [authPort, contentPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
+    content = new Restartable('content-service', contentPort, contentReplicaEnv({
+        LOG_LEVEL: 'warn',
+        ASSEMBLY_LEASE_SECONDS: String(PART_LEASE_SECONDS),
+        SESSION_SERVICE_URL: stack.services['session-service']!.url,
+        INTERNAL_SECRET: stack.internalSecret,
+      }));
     gateway = new Restartable('gateway', gatewayPort, {
       LOG_LEVEL: 'warn',
-      CONTENT_SERVICE_URL: stack.services['content-service']!.url,
+      CONTENT_SERVICE_URL: content.url,
       AUTH_SERVICE_URL: `http://127.0.0.1:${authPort}`,
       SESSION_SERVICE_URL: stack.services['session-service']!.url,
     });
@@ -79,13 +95,14 @@ describe('the client rides out restarts of the gateway and the auth-service', ()
       INTERNAL_SECRET: stack.internalSecret,
       PUBLIC_BASE_URL: gateway.url,
     });
-    await auth.start();
+    await Promise.all([auth.start(), content.start()]);
     await gateway.start();
   });
 
   afterAll(async () => {
     await gateway?.handle?.stop();
     await auth?.handle?.stop();
+    await content?.handle?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -150,6 +167,31 @@ describe('the client rides out restarts of the gateway and the auth-service', ()
     const c = new ContentClient({ baseUrl: testStack().gatewayUrl, credentials: { kind: 'bearer', token } });
     try {
       expect(await c.downloadFile(id, back, { owner })).toEqual({ bytes: data.length, sha256: sha256(data) });
+    } finally {
+      c.close();
+    }
+  });
+
+  it('finishes an upload from the command line when the content-service is killed mid-part, once the part\'s lease runs out', async () => {
+    const data = randomBytes(256 * MiB);
+    const file = join(dir, 'up-content.bin');
+    writeFileSync(file, data);
+    const run = startCli(['upload', file, '--owner', owner, '--url', gateway.url, '--parallel', '1'], { env: { CONTENT_TOKEN: token } });
+    await run.stderrMatches(/upload: 20% /);
+    await sleep(150);
+    const { killedAt, readyAt } = await content.killAndRestart();
+    const result = await run.done;
+    const doneAt = Date.now();
+    const waits = result.stderr.split('\n').filter((l) => l.includes('waiting'));
+    console.log(`CLI upload through a killed content-service (part lease ${PART_LEASE_SECONDS} s): down ${seconds(readyAt - killedAt)}, done ${seconds(doneAt - readyAt)} after it was ready, ${seconds(doneAt - killedAt)} after the kill; progress said:\n${waits.join('\n')}`);
+    expect(result.code).toBe(0);
+    expect(waits.length).toBeGreaterThan(0);
+    // The killed write's claim holds the part until its lease runs out; then the retry goes through.
+    expect(doneAt - killedAt).toBeLessThan(PART_LEASE_SECONDS * 1000 + RECOVERY_BOUND_MS);
+    const back = join(dir, 'up-content-back.bin');
+    const c = new ContentClient({ baseUrl: testStack().gatewayUrl, credentials: { kind: 'bearer', token } });
+    try {
+      expect(await c.downloadFile(result.stdout.trim(), back, { owner })).toEqual({ bytes: data.length, sha256: sha256(data) });
     } finally {
       c.close();
     }
