@@ -38,7 +38,10 @@ const NETWORK_REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
   EPIPE: 'connection closed while sending',
+  ECONNABORTED: 'connection reset',
   ANSWER_BROKE_OFF: 'connection broke off mid-answer',
+  // pipeline()'s word for an answer whose connection closed before its end.
+  ERR_STREAM_PREMATURE_CLOSE: 'connection broke off mid-answer',
   ETIMEDOUT: 'connection timed out',
   ENETUNREACH: 'network unreachable',
   EHOSTUNREACH: 'host unreachable',

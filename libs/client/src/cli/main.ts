@@ -111,7 +111,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
   let resumeHint: string | null = null;
   const onSigint = () => abort.abort(new Interrupted());
   process.once('SIGINT', onSigint);
-  const print = (human: string, json: unknown) => out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+  const print = (human: string, json: unknown) => {
+    // A waiting line left open (a status or refresh that waited) ends before the result.
+    (view as ProgressView | null)?.stop();
+    out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+  };
   const parallel = o.parallel === undefined ? 4 : Number(o.parallel);
 
   try {
