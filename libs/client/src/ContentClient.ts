@@ -24,7 +24,7 @@ export interface ContentClientOptions {
   credentials: Credentials;
   /**
    * How long each request (each part, each download range) keeps being retried after its first
-   * retriable failure (503, 429, 408, 502, 504, a refused or broken connection), in ms: default
+   * retriable failure (503, 429, 408, 500, 502, 504, a refused or broken connection), in ms: default
    * 2 minutes, 0 for no retries. Waits grow exponentially with full jitter, never shorter than
    * Retry-After (capped at 60 s).
    */
