@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
+import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
 import { uploadParts } from './PartUpload';
 import { parseReceivedRanges, splitIntoParts, type ByteRange } from './ranges';
@@ -13,6 +14,7 @@ import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
 
 export type { Credentials, SessionPair } from './Session';
+export type { RetryNotice } from './RetryPolicy';
 
 export const PART_SIZE = 64 * 1024 * 1024;
 
@@ -20,8 +22,15 @@ export interface ContentClientOptions {
   /** The gateway, e.g. https://content.example.com */
   baseUrl: string;
   credentials: Credentials;
-  /** Attempts per request on network errors and 5xx (with exponential backoff and jitter). */
-  attempts?: number;
+  /**
+   * How long each request (each part, each download range) keeps being retried after its first
+   * retriable failure (503, 429, 408, 500, 502, 504, a refused or broken connection), in ms: default
+   * 2 minutes, 0 for no retries. Waits grow exponentially with full jitter, never shorter than
+   * Retry-After (capped at 60 s).
+   */
+  retryForMs?: number;
+  /** Called before each wait for a retry (e.g. to show "waiting 4 s: service unavailable (503)"). */
+  onRetry?: (notice: RetryNotice) => void;
   /** Called after a refresh replaced the session, so callers can save the new pair. */
   onCredentials?: (credentials: Credentials) => void;
   /**
@@ -90,8 +99,9 @@ export class ContentClient {
 
   constructor(options: ContentClientOptions) {
     const base = new URL(options.baseUrl);
-    this.session = new Session(this.transport, base, options.credentials, options);
-    this.api = new ApiCalls(this.transport, this.session, base, options.attempts ?? 6);
+    const retries = new RetryPolicy({ retryForMs: options.retryForMs, onRetry: options.onRetry });
+    this.session = new Session(this.transport, base, options.credentials, options, retries);
+    this.api = new ApiCalls(this.transport, this.session, base, retries);
     this.partSize = options.partSize ?? PART_SIZE;
     if (!Number.isInteger(this.partSize) || this.partSize < 1 || this.partSize > PART_SIZE) throw new RangeError(`partSize must be 1..${PART_SIZE}`);
   }
@@ -158,16 +168,31 @@ export class ContentClient {
     let done = chunks.filter((_, i) => journal.has(i)).reduce((n, c) => n + c.end - c.start + 1, 0);
     opts.onProgress?.({ done, total });
     await inFlight(opts.concurrency ?? 4, todo, async (c) => {
+      // A range whose body broke off goes on from the last byte written, not from its start.
+      let from = c.start;
+      let sink: WriteStream | null = null;
+      const written = () => {
+        if (sink !== null) {
+          from += sink.bytesWritten;
+          done += sink.bytesWritten;
+          opts.onProgress?.({ done, total });
+          sink = null;
+        }
+      };
       const res = await this.api.call({
         method: 'GET',
         url: this.api.url(`/v1/${opts.owner}/contents/${id}`),
-        headers: { range: `bytes=${c.start}-${c.end}` },
+        headers: {},
+        headersFor: () => {
+          written();
+          return { range: `bytes=${from}-${c.end}` };
+        },
         signal: opts.signal,
-        sink: () => createWriteStream(partial, { flags: 'r+', start: c.start }),
+        sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
       });
       const cr = header(res, 'content-range');
-      if (res.status !== 206 || cr !== `bytes ${c.start}-${c.end}/${total}`) throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
-      done += c.end - c.start + 1;
+      if (res.status !== 206 || cr !== `bytes ${from}-${c.end}/${total}`) throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
+      done += c.end - from + 1;
       journal.add(c.i);
       opts.onProgress?.({ done, total });
     });

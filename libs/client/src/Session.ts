@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { certificateDer, checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
-import type { Transport } from './transport';
+import type { RetryPolicy } from './RetryPolicy';
+import type { Received, Sent, Transport } from './transport';
 
 /** How requests prove who sends them. */
 export type Credentials =
@@ -31,6 +32,7 @@ export class Session {
     private readonly base: URL,
     credentials: Credentials,
     private readonly options: SessionOptions,
+    private readonly retries: RetryPolicy,
   ) {
     this.credentials = credentials;
   }
@@ -46,7 +48,7 @@ export class Session {
   /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */
   async signIn(opts: { certificatePem: string; privateKeyPem: string; apiKey: string; signal?: AbortSignal }): Promise<SessionPair> {
     checkKeyPair(opts.certificatePem, opts.privateKeyPem);
-    const challenge = await this.transport.send({
+    const challenge = await this.send({
       method: 'POST',
       url: this.url(`/auth/v5.13/authenticate-by-cert?apiKey=${encodeURIComponent(opts.apiKey)}`),
       headers: { 'content-type': 'application/x-pem-file' },
@@ -57,7 +59,7 @@ export class Session {
     const { EncryptedKey, Link } = JSON.parse(challenge.text) as { EncryptedKey: string; Link: { Href: string } };
     const rnd = await decryptEncryptedKey(EncryptedKey, opts.certificatePem, opts.privateKeyPem);
     const thumbprint = new URL(Link.Href).searchParams.get('thumbprint') ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
-    const approved = await this.transport.send({
+    const approved = await this.send({
       method: 'POST',
       url: this.url(`/auth/v5.13/approve-cert?thumbprint=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`),
       headers: { 'content-type': 'application/octet-stream' },
@@ -82,8 +84,14 @@ export class Session {
   private async rotate(signal?: AbortSignal): Promise<SessionPair> {
     const c = this.credentials;
     if (c.kind !== 'session' || !c.refreshToken || !c.apiKey) throw new Error('refreshing needs a session with a refresh token and an api key');
-    const q = new URLSearchParams({ 'auth.sid': c.sid, 'refresh-token': c.refreshToken, 'api-key': c.apiKey });
-    const res = await this.transport.send({ method: 'POST', url: this.url(`/sessions/v5.13/sessions/refresh?${q}`), headers: {}, contentLength: 0, signal });
+    // In headers, not the query string: query strings end up in access logs and proxies' histories.
+    const res = await this.send({
+      method: 'POST',
+      url: this.url('/sessions/v5.13/sessions/refresh'),
+      headers: { authorization: `auth.sid ${c.sid}`, 'x-refresh-token': c.refreshToken, 'x-kontur-apikey': c.apiKey },
+      contentLength: 0,
+      signal,
+    });
     const pair = JSON.parse(res.text) as { Sid: string; RefreshToken: string };
     this.credentials = { kind: 'session', sid: pair.Sid, refreshToken: pair.RefreshToken, apiKey: c.apiKey };
     this.options.onCredentials?.(this.credentials);
@@ -98,6 +106,14 @@ export class Session {
   authorization(): string {
     const c = this.credentials;
     return c.kind === 'bearer' ? `Bearer ${c.token}` : `auth.sid ${c.sid}`;
+  }
+
+  /**
+   * Sign-in and refresh calls are retried like any other: when the answer of an approve or a
+   * refresh was lost, its rnd or refresh token is spent whether or not the call is sent again.
+   */
+  private send(req: Sent): Promise<Received> {
+    return this.retries.run({ method: req.method, path: req.url.pathname, signal: req.signal }, () => this.transport.send(req));
   }
 
   private url(path: string): URL {

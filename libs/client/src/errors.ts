@@ -8,9 +8,15 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly trackId: string | null,
-    readonly retryAfterSeconds: number | null,
+    /** How long the answer asked to wait before trying again (Retry-After, in seconds or as an HTTP date). */
+    readonly retryAfterMs: number | null,
   ) {
     super(message);
+  }
+
+  /** Retry-After in whole seconds (rounded up), or null. */
+  get retryAfterSeconds(): number | null {
+    return this.retryAfterMs === null ? null : Math.ceil(this.retryAfterMs / 1000);
   }
 
   /** What to do about it, in a sentence, for people. */
@@ -37,14 +43,73 @@ export class ApiError extends Error {
       code = errorId.replace(/^urn:error:contents:/, '');
       message = `HTTP ${status} ${code}`;
     }
-    const retry = Number(headers['retry-after']);
-    return new ApiError(status, code, message, trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null), Number.isFinite(retry) ? retry : null);
+    return new ApiError(status, code, message, trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null), parseRetryAfter(headers));
   }
 }
 
-/** The connection failed, or the request was given up after its retries. */
+/**
+ * Retry-After as milliseconds from now: delay-seconds, or an HTTP date (measured against the
+ * answer's own Date header when it has one, so a skewed local clock does not matter).
+ */
+export function parseRetryAfter(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | null {
+  const raw = headers['retry-after'];
+  const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  if (!value) return null;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return null;
+  const dateHeader = headers.date;
+  const sent = Date.parse((Array.isArray(dateHeader) ? dateHeader[0] : dateHeader) ?? '');
+  return Math.max(0, at - (Number.isNaN(sent) ? now : sent));
+}
+
+/** The connection failed (refused, reset, broke off mid-body), or a local file could not be read or written. */
 export class TransportError extends Error {
   override readonly name = 'TransportError';
+  /** The system error code when there is one (`ECONNREFUSED`, `ECONNRESET`, `ENOENT` ...), or `ANSWER_BROKE_OFF`. */
+  readonly code: string | null;
+
+  constructor(message: string, options?: { cause?: unknown; code?: string | null }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = options?.code ?? (options?.cause as NodeJS.ErrnoException | undefined)?.code ?? null;
+  }
+}
+
+/**
+ * A request kept failing in a retriable way (503, 429, 408, 502, 504, a refused or broken
+ * connection) for the whole retry budget. `cause` is the last failure.
+ */
+export class RetriesExhaustedError extends Error {
+  override readonly name = 'RetriesExhaustedError';
+  readonly code = 'retriesExhausted';
+
+  constructor(
+    /** Why the last attempt failed, for people (`service unavailable (503)`). */
+    readonly reason: string,
+    /** From the first failure to giving up. */
+    readonly retriedForMs: number,
+    readonly attempts: number,
+    cause: ApiError | TransportError,
+  ) {
+    super(`gave up after retrying for ${formatDuration(retriedForMs)} (${attempts} attempts): ${reason}: ${cause.message}`, { cause });
+  }
+
+  /** The last answer's status, when the last failure was an answer. */
+  get status(): number | null {
+    return this.cause instanceof ApiError ? this.cause.status : null;
+  }
+
+  get trackId(): string | null {
+    return this.cause instanceof ApiError ? this.cause.trackId : null;
+  }
+}
+
+/** `45s`, `1m52s`, `1h5m`: for messages and the progress line. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${s % 60}s`;
+  return `${Math.floor(s / 3600)}h${Math.floor((s % 3600) / 60)}m`;
 }
 
 /** The certificate or key file given for sign-in cannot be used (unreadable, not a pair, cannot open the challenge). */

@@ -76,7 +76,7 @@ export class Transport {
     const status = res.statusCode ?? 0;
     if (status < 300 && req.sink) {
       await pipeline(res, req.sink());
-      if (!res.complete) throw new TransportError(`${req.method} ${req.url.pathname}: the answer broke off`);
+      if (!res.complete) throw new TransportError(`${req.method} ${req.url.pathname}: the answer broke off`, { code: 'ANSWER_BROKE_OFF' });
       return { status, headers: res.headers, text: '' };
     }
     const chunks: Buffer[] = [];

@@ -2,9 +2,11 @@
 import { fstatSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ContentClient, type Credentials, type Progress } from '../ContentClient';
-import { ApiError, ContentStateError, CredentialsFileError, IntegrityError, TransportError } from '../errors';
+import { ApiError, ContentStateError, CredentialsFileError, IntegrityError, RetriesExhaustedError, TransportError } from '../errors';
+import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
+import { parseDuration } from './duration';
 import { defaultConfigPath, readConfig, writeConfig, type SavedConfig } from './config';
-import { progressView } from './progress';
+import { progressView, type ProgressView } from './progress';
 
 const USAGE = `usage: content <command> [options]
 
@@ -22,6 +24,9 @@ options for every command:
   --token <jwt>        a Bearer token instead of the saved session (also $CONTENT_TOKEN)
   --json               machine-readable output on stdout, no progress
   --config <file>      where the session is saved (default ~/.config/content-platform/config.json)
+  --retry-for <time>   how long each request (each part) keeps being retried while the service is
+                       unavailable (503, 429, 408, 502, 504, refused or broken connections): 30s, 5m ...
+                       (default 2m; 0 for no retries)
 
 exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403, unusable --cert/--key), 4 not found, 5 conflict or
 refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
@@ -60,6 +65,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         sha256: { type: 'string' },
         size: { type: 'string' },
         restart: { type: 'boolean', default: false },
+        'retry-for': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -86,13 +92,30 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
   const save = (c: Credentials) => {
     if (c.kind === 'session') writeConfig(configPath, { ...readConfig(configPath), url, owner, sid: c.sid, refreshToken: c.refreshToken, apiKey: c.apiKey });
   };
-  const client = new ContentClient({ baseUrl: url, credentials: credentials ?? { kind: 'bearer', token: '' }, onCredentials: save });
+  const retryForMs = o['retry-for'] === undefined ? DEFAULT_RETRY_FOR_MS : parseDuration(o['retry-for']);
+  if (retryForMs === null) {
+    err.write(`content: --retry-for takes a duration such as 30s, 5m or 1h, not ${JSON.stringify(o['retry-for'])}\n\n${USAGE}\n`);
+    return 2;
+  }
   const mode = o.json ? 'none' : err.isTTY ? 'bar' : 'lines';
+  // Where "waiting 4 s: service unavailable (503) ..." goes: the command's progress view, or a line of its own.
+  let view: ProgressView | null = null;
+  const client = new ContentClient({
+    baseUrl: url,
+    credentials: credentials ?? { kind: 'bearer', token: '' },
+    onCredentials: save,
+    retryForMs,
+    onRetry: (notice) => (view ?? (view = progressView(command ?? '', err, mode))).waiting(notice),
+  });
   const abort = new AbortController();
   let resumeHint: string | null = null;
   const onSigint = () => abort.abort(new Interrupted());
   process.once('SIGINT', onSigint);
-  const print = (human: string, json: unknown) => out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+  const print = (human: string, json: unknown) => {
+    // A waiting line left open (a status or refresh that waited) ends before the result.
+    (view as ProgressView | null)?.stop();
+    out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+  };
   const parallel = o.parallel === undefined ? 4 : Number(o.parallel);
 
   try {
@@ -132,7 +155,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         needCredentials();
         const [file] = rest;
         if (!file) throw new UsageError('upload needs a file');
-        const view = progressView('upload', err, mode);
+        const uploadView = progressView('upload', err, mode);
+        view = uploadView;
         const size = o.size === undefined ? undefined : Number(o.size);
         if (size !== undefined && (!Number.isSafeInteger(size) || size < 0)) throw new UsageError('--size must be a byte count');
         try {
@@ -142,16 +166,16 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
             concurrency: parallel,
             contentType: o['content-type'],
             signal: abort.signal,
-            onProgress: (p: Progress) => view.update(p),
+            onProgress: (p: Progress) => uploadView.update(p),
             onContentId: (cid: string) => {
               resumeHint = file === '-' ? `<the same input> | content upload - --resume ${cid}` : `content upload ${file} --resume ${cid}`;
             },
           };
           const id = file === '-' ? await client.uploadStream(stdin, { ...common, size: size ?? stdinSize() }) : await client.uploadFile(file, common);
-          view.stop();
+          uploadView.stop();
           print(id, { id, file });
         } finally {
-          view.stop();
+          uploadView.stop();
         }
         return 0;
       }
@@ -160,13 +184,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         const [id, file] = rest;
         if (!id || !file) throw new UsageError('download needs a content id and a file');
         resumeHint = `content download ${id} ${file}`;
-        const view = progressView('download', err, mode);
+        const downloadView = progressView('download', err, mode);
+        view = downloadView;
         try {
-          const r = await client.downloadFile(id, file, { owner: needOwner(), concurrency: parallel, sha256: o.sha256, resume: !o.restart, signal: abort.signal, onProgress: (p) => view.update(p) });
-          view.stop();
+          const r = await client.downloadFile(id, file, { owner: needOwner(), concurrency: parallel, sha256: o.sha256, resume: !o.restart, signal: abort.signal, onProgress: (p) => downloadView.update(p) });
+          downloadView.stop();
           print(`${file}: ${r.bytes} bytes, sha256 ${r.sha256}`, { id, file, ...r });
         } finally {
-          view.stop();
+          downloadView.stop();
         }
         return 0;
       }
@@ -174,6 +199,7 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     }
   } catch (error) {
+    (view as ProgressView | null)?.stop();
     return report(error, err, o.json, resumeHint);
   } finally {
     process.off('SIGINT', onSigint);
@@ -197,6 +223,18 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
   if (error instanceof UsageError) return write(2, error.message, 'see `content --help`');
   if (error instanceof Interrupted || (error as Error)?.name === 'AbortError') {
     return write(130, 'interrupted', resumeHint ? `resume with: ${resumeHint}` : 'run the command again');
+  }
+  if (error instanceof RetriesExhaustedError) {
+    const track = error.trackId ? ` (track id ${error.trackId})` : '';
+    const again = resumeHint ? `; resume with: ${resumeHint}` : '';
+    return write(6, `${error.message}${track}`, `the service stayed unavailable; try again later, or wait longer with --retry-for (e.g. --retry-for 10m)${again}`, {
+      code: error.code,
+      status: error.status,
+      reason: error.reason,
+      retriedForMs: error.retriedForMs,
+      attempts: error.attempts,
+      trackId: error.trackId,
+    });
   }
   if (error instanceof ApiError) {
     const code = error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;

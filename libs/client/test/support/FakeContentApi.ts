@@ -10,6 +10,11 @@ export interface Seen {
   path: string;
   range: string | undefined;
   authorization: string | undefined;
+  /** The query string, `?` included, or ''. */
+  query: string;
+  headers: IncomingMessage['headers'];
+  /** When it arrived (Date.now()). */
+  at: number;
 }
 
 interface StoredContent {
@@ -36,9 +41,10 @@ export class FakeContentApi {
   beforeAnswer: (seen: Seen) => Promise<void> = async () => undefined;
   private server: Server | null = null;
 
-  async start(): Promise<string> {
+  /** Listens on `port` (0: any free one); after `stop()` it can start again on the same port with what it stored. */
+  async start(port = 0): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res).catch(() => res.destroy()));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
@@ -65,7 +71,15 @@ export class FakeContentApi {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url!, 'http://x');
-    const seen: Seen = { method: req.method!, path: url.pathname, range: (req.headers['content-range'] ?? req.headers.range) as string | undefined, authorization: req.headers.authorization };
+    const seen: Seen = {
+      method: req.method!,
+      path: url.pathname,
+      range: (req.headers['content-range'] ?? req.headers.range) as string | undefined,
+      authorization: req.headers.authorization,
+      query: url.search,
+      headers: req.headers,
+      at: Date.now(),
+    };
     this.seen.push(seen);
     const n = this.seen.filter((s) => s.method === seen.method && s.range === seen.range && s.path.split('/').length === seen.path.split('/').length).length;
     const forced = this.intercept(seen, n);
@@ -80,7 +94,11 @@ export class FakeContentApi {
     if (url.pathname === '/sessions/v5.13/sessions/refresh') {
       await drain(req);
       this.refreshes++;
-      if (url.searchParams.get('refresh-token') !== this.refreshToken) return json(res, 403, { Code: 'RefreshTokenReused', Message: 'used already' });
+      // Its inputs come in headers only (the query string would land in access logs).
+      if (url.search !== '') return json(res, 400, { Code: 'MissingParameters', Message: 'send the refresh inputs in headers' });
+      if (!String(req.headers.authorization).startsWith('auth.sid ')) return json(res, 400, { Code: 'MissingParameters', Message: 'no auth.sid' });
+      if (!req.headers['x-kontur-apikey']) return json(res, 400, { Code: 'MissingParameters', Message: 'no api key' });
+      if (req.headers['x-refresh-token'] !== this.refreshToken) return json(res, 403, { Code: 'RefreshTokenReused', Message: 'used already' });
       this.sid = `SID-${this.refreshes + 1}`;
       this.refreshToken = `RT-${this.refreshes + 1}`;
       return json(res, 200, { Sid: this.sid, RefreshToken: this.refreshToken });
@@ -126,7 +144,8 @@ export class FakeContentApi {
       res.writeHead(206, { 'content-range': `bytes ${a}-${b}/${data.length}`, 'content-length': slice.length });
       if (forced === 'drop-mid-body') {
         res.write(slice.subarray(0, slice.length >> 1));
-        setImmediate(() => req.socket.destroy());
+        // After a moment, so the client has written what came (a real break comes after megabytes).
+        setTimeout(() => req.socket.destroy(), 50);
         return;
       }
       res.end(slice);
