@@ -63,7 +63,7 @@ async function main(): Promise<void> {
 
   const metrics = new ServiceMetrics('content-service');
   const uploads = new UploadService(
-    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger, metrics: new UploadMetrics(metrics.registry) },
+    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks'), config.LOCK_LEASE_SECONDS * 1000), logger, metrics: new UploadMetrics(metrics.registry) },
     {
       uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
       completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,

@@ -22,8 +22,10 @@ export interface UploadState {
   lastByte: number;
   /** S3 part number k → its ETag and size, under key `p<k>`. */
   parts: Record<string, { etag: string; size: number }>;
-  /** Set while one request completes the content. */
+  /** Set (and renewed) while one request completes the content. */
   completing: Date | null;
+  /** Which request holds the completion claim (its fencing token). */
+  completingBy?: string | null;
   /** Set when the sweeper has decided to remove the upload (expired): writes are refused from then on. */
   expiring?: Date | null;
 }
@@ -36,9 +38,11 @@ export interface PartRanges {
   pieces: Piece[];
   /** Whether S3 part k holds its final bytes. */
   stored: boolean;
-  /** Set while one request assembles the part from its pieces. */
+  /** Set (and renewed) while one request assembles the part from its pieces. */
   assembling: Date | null;
-  /** Set while one request streams an aligned range straight into S3 part k (`by`: that request). */
+  /** Which request holds the assembly claim (its fencing token). */
+  assemblingBy?: string | null;
+  /** Set (and renewed: `since`) while one request streams an aligned range straight into S3 part k (`by`: that request). */
   writing?: { since: Date; by: string } | null;
 }
 
