@@ -31,7 +31,7 @@ export class UploadStatus implements UploadStatusReader {
         ranges.push({ a: start, b: start + stored.size - 1 });
         continue;
       }
-      const part = await this.ctx.ledger.part(record._id, k);
+      const part = await this.ctx.ledger.part(record._id, k, state);
       ranges.push(...part.pieces.map(({ a, b }) => ({ a, b })));
     }
     return { total: record.total ?? state.total, ranges: mergeRanges(ranges) };
