@@ -36,7 +36,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        * of it while their holder works, so they need not cover a slow transfer; a dead holder's
        * claim is taken over at most this long after its last renewal.
        */
-      LOCK_LEASE_SECONDS: lease(10),
+      LOCK_LEASE_SECONDS: lease(5),
       COMPLETION_LEASE_SECONDS: lease(10),
       ASSEMBLY_LEASE_SECONDS: lease(10),
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),

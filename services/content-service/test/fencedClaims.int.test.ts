@@ -91,6 +91,20 @@ describe('fenced claims', () => {
     expect((await ledger.state(id)).parts.p1).toEqual({ etag: `e${winner}`, size: 1 });
   });
 
+  it('keeps a writer that computed from before the bookkeeping was forgotten from bringing it back', async () => {
+    const id = 'fence-0000-0000-0000-000000000003';
+    const ledger = new UploadLedger(stores.db);
+    const first = await ledger.state(id);
+    expect(await ledger.commit({ ...first, total: 10, lastByte: 9 }, [])).toBe(true);
+    const stale = await ledger.state(id); // a writer reads, then stalls
+    await ledger.forget(id, 1); // the content completes (or expires) meanwhile
+    expect(await ledger.commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [])).toBe(false);
+    expect(await ledger.state(id)).toMatchObject({ total: null, lastByte: -1, parts: {} });
+    // the mark goes with a sweep an hour later
+    expect(await ledger.dropGoneMarks(new Date(Date.now() + 1000), 100)).toBeGreaterThanOrEqual(1);
+    expect((await ledger.state(id)).version ?? 0).toBe(0);
+  });
+
   it('takes over the part claim of a holder that died (no renewals) within 15 s', async () => {
     const uploads = replica(10_000); // the default lease
     const total = P + 10;

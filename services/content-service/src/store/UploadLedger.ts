@@ -252,6 +252,20 @@ export class UploadLedger {
     await this.legacyStates.deleteOne({ _id: contentId });
   }
 
+  /**
+   * Deletes the 'gone' marks `forget` left before `before`, with their head hints: by then no
+   * writer that computed from a version before the mark can still be at work (its claims and the
+   * content lock ran out long ago). Few documents; read with a filter once per sweep.
+   */
+  async dropGoneMarks(before: Date, limit: number): Promise<number> {
+    const marks = await this.versions.find({ gone: true, at: { $lt: before } }).limit(limit).toArray();
+    for (const mark of marks) {
+      await this.heads.deleteOne({ _id: mark.contentId });
+      await this.versions.deleteOne({ _id: mark._id });
+    }
+    return marks.length;
+  }
+
   /** The latest version: from the head hint, probing forward by `_id` until a miss. */
   private async latest(contentId: string): Promise<StateVersion | null> {
     const hint = (await this.heads.findOne({ _id: contentId }))?.n ?? 0;

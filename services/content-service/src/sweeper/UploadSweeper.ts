@@ -57,6 +57,7 @@ export class UploadSweeper {
           this.logger.warn({ contentId: pending._id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
         }
       }
+      await this.uploads.dropGoneMarks(this.options.batchSize).catch((error: unknown) => this.logger.warn({ err: error }, 'could not drop old marks of forgotten bookkeeping; next sweep retries'));
     } finally {
       await this.leases.release(LEASE);
     }
