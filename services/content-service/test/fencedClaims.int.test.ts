@@ -91,6 +91,20 @@ describe('fenced claims', () => {
     expect((await ledger.state(id)).parts.p1).toEqual({ etag: `e${winner}`, size: 1 });
   });
 
+  it('refuses a writer far behind, and shows every reader the latest version, however many versions were tidied away', async () => {
+    const id = 'fence-0000-0000-0000-000000000004';
+    const a = new UploadLedger(stores.db);
+    const b = new UploadLedger(stores.db); // another process
+    expect(await a.commit({ ...(await a.state(id)), lastByte: 0 }, [])).toBe(true);
+    const behind = await b.state(id); // b reads version 1, then stalls
+    for (let i = 1; i <= 10; i++) expect(await a.commit({ ...(await a.state(id)), lastByte: i }, [])).toBe(true);
+    await sleep(200); // the tidying that follows each commit
+    expect(await stores.db.collection('upload_versions').findOne({ _id: `${id}:0000000002` as never })).toMatchObject({ stub: true });
+    expect(await b.commit({ ...behind, lastByte: 99 }, [])).toBe(false); // version 2 is a stub: still taken
+    expect(await b.state(id)).toMatchObject({ lastByte: 10, version: 11 });
+    expect(await new UploadLedger(stores.db).state(id)).toMatchObject({ lastByte: 10, version: 11 });
+  });
+
   it('keeps a writer that computed from before the bookkeeping was forgotten from bringing it back', async () => {
     const id = 'fence-0000-0000-0000-000000000003';
     const ledger = new UploadLedger(stores.db);

@@ -1,4 +1,4 @@
-import type { Collection, Db } from 'mongodb';
+import type { Collection, Db, WithoutId } from 'mongodb';
 import type { ByteRange } from '../uploads/ByteRanges';
 import { stagedKey, stagingPrefix } from '../uploads/ObjectKeys';
 import { randomBytes } from 'node:crypto';
@@ -92,7 +92,7 @@ export interface PendingCleanup {
   since: Date;
 }
 
-/** One version of a content's bookkeeping, as stored: inserted once under `_id` `<contentId>:<n>`, never changed. */
+/** One version of a content's bookkeeping, as stored: inserted once under `_id` `<contentId>:<n>`, never changed but into a stub. */
 interface StateVersion extends Omit<UploadState, '_id' | 'version'> {
   _id: string;
   contentId: string;
@@ -106,6 +106,22 @@ interface StateVersion extends Omit<UploadState, '_id' | 'version'> {
   at: Date;
 }
 
+/**
+ * What an old version becomes once two later ones exist: its state is dropped, its `_id` stays
+ * taken, so that no writer that computed from an older version can ever insert it again.
+ */
+interface StubVersion {
+  _id: string;
+  contentId: string;
+  n: number;
+  stub: true;
+  at: Date;
+}
+
+type StoredVersion = StateVersion | StubVersion;
+
+const isStub = (v: StoredVersion): v is StubVersion => 'stub' in v && v.stub === true;
+
 /** Where a content's latest version was last seen (a hint: it may lag, never lead). */
 interface Head {
   _id: string;
@@ -114,6 +130,11 @@ interface Head {
 
 const VERSION_DIGITS = 10;
 const versionId = (contentId: string, n: number) => `${contentId}:${String(n).padStart(VERSION_DIGITS, '0')}`;
+/** How many contents' latest versions and how many part documents a process keeps in memory. */
+const RECENT_VERSIONS = 1000;
+const RECENT_PARTS = 256;
+/** A remembered version older than this is looked up again from the head hint. */
+const RECENT_MAX_AGE_MS = 10 * 60_000;
 
 /**
  * The bookkeeping of unfinished uploads, read and written by `_id` only (FerretDB answers `_id`
@@ -127,16 +148,25 @@ const versionId = (contentId: string, n: number) => `${contentId}:${String(n).pa
  * `false` and must read again. That insert is the compare-and-set that fences every claim kept in
  * the bookkeeping (part writes, assemblies, completion): a holder whose claim was taken over
  * computes from a version that is no longer the latest, or finds another holder in the latest.
+ *
+ * The latest version is found by probing n+1, n+2 … by `_id` from a starting n (the version this
+ * process saw last, else a head hint) until a miss. That is only sound because no version's `_id`
+ * is ever freed while the content lives: versions older than the latest but one are replaced by
+ * stubs, and all of them go only an hour after `forget`.
  */
 export class UploadLedger {
-  private readonly versions: Collection<StateVersion>;
+  private readonly versions: Collection<StoredVersion>;
   private readonly heads: Collection<Head>;
   private readonly legacyStates: Collection<UploadState>;
   private readonly partRanges: Collection<StoredPartRanges>;
   private readonly cleanups: Collection<PendingCleanup>;
+  /** The latest version this process has seen of each content (immutable documents: safe to keep). */
+  private readonly recent = new Map<string, { version: StateVersion; at: number }>();
+  /** Part documents by `_id` (immutable once written). */
+  private readonly recentParts = new Map<string, StoredPartRanges>();
 
   constructor(db: Db) {
-    this.versions = db.collection<StateVersion>('upload_versions');
+    this.versions = db.collection<StoredVersion>('upload_versions');
     this.heads = db.collection<Head>('upload_heads');
     this.legacyStates = db.collection<UploadState>('upload_states');
     this.partRanges = db.collection<StoredPartRanges>('part_ranges');
@@ -159,10 +189,11 @@ export class UploadLedger {
   /** Part k as the given version of the state (or the latest) holds it. */
   async part(contentId: string, k: number, state?: UploadState): Promise<PartRanges> {
     const id = UploadLedger.partId(contentId, k);
-    const ref = (state ?? (await this.state(contentId))).partDocs?.[partKey(k)] ?? id;
-    const stored = await this.partRanges.findOne({ _id: ref });
+    const ref = (state ?? (await this.state(contentId))).partDocs?.[partKey(k)];
+    const stored = ref ? (this.recentParts.get(ref) ?? (await this.partRanges.findOne({ _id: ref }))) : await this.partRanges.findOne({ _id: id });
     if (!stored) return { _id: id, contentId, k, pieces: [], stored: false, assembling: null };
-    return { ...stored, _id: id, pieces: stored.pieces.map((p) => decodePiece(contentId, p)) };
+    if (ref) remember(this.recentParts, ref, stored, RECENT_PARTS);
+    return { ...structuredClone(stored), _id: id, pieces: stored.pieces.map((p) => decodePiece(contentId, p)) };
   }
 
   /**
@@ -176,25 +207,33 @@ export class UploadLedger {
     const nonce = randomBytes(4).toString('hex');
     const partDocs = { ...(state.partDocs ?? {}) };
     const replaced: string[] = [];
+    const written: StoredPartRanges[] = [];
     for (const part of parts) {
-      const docId = `${UploadLedger.partId(contentId, part.k)}:${n}.${nonce}`;
-      await this.partRanges.insertOne({ ...part, _id: docId, pieces: part.pieces.map((p) => encodePiece(contentId, p)) });
+      const doc: StoredPartRanges = { ...part, _id: `${UploadLedger.partId(contentId, part.k)}:${n}.${nonce}`, pieces: part.pieces.map((p) => encodePiece(contentId, p)) };
+      await this.partRanges.insertOne(doc);
+      written.push(doc);
       const old = partDocs[partKey(part.k)];
       if (old) replaced.push(old);
-      partDocs[partKey(part.k)] = docId;
+      partDocs[partKey(part.k)] = doc._id;
     }
     const { _id: _ignored, version: _v, partDocs: _p, ...fields } = state;
+    const version: StateVersion = { ...fields, _id: versionId(contentId, n), contentId, n, partDocs, replaced, at: new Date() };
     try {
-      await this.versions.insertOne({ ...fields, _id: versionId(contentId, n), contentId, n, partDocs, replaced, at: new Date() });
+      await this.versions.insertOne(version);
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
       // Lost the race: the part documents written for it are nobody's.
-      await this.partRanges.deleteMany({ _id: { $in: Object.values(partDocs).filter((d) => d.endsWith(`:${n}.${nonce}`)) } }).catch(() => undefined);
+      await this.partRanges.deleteMany({ _id: { $in: written.map((d) => d._id) } }).catch(() => undefined);
+      this.recent.delete(contentId);
       return false;
     }
+    const previous = this.recent.get(contentId)?.version;
+    remember(this.recent, contentId, { version: structuredClone(version), at: Date.now() }, RECENT_VERSIONS);
+    for (const doc of written) remember(this.recentParts, doc._id, structuredClone(doc), RECENT_PARTS);
     state.version = n;
     state.partDocs = partDocs;
-    void this.tidy(contentId, n).catch(() => undefined); // garbage only, off the request path: a later commit tries again
+    // Garbage only, off the request path: a later commit tries again.
+    void this.tidy(contentId, n, previous?.n === n - 1 ? previous.replaced : undefined).catch(() => undefined);
     return true;
   }
 
@@ -229,12 +268,14 @@ export class UploadLedger {
 
   /**
    * Removes the bookkeeping of a content with parts 1..partCount. A last version marks it gone
-   * first, so that a writer still computing from an older version cannot bring it back.
+   * first, so that a writer still computing from an older version cannot bring it back; the
+   * versions themselves stay (as stubs) until `dropGoneMarks`, so that none of their `_id`s is free.
    */
   async forget(contentId: string, partCount: number): Promise<void> {
     let latest = await this.latest(contentId);
+    let n: number;
     for (;;) {
-      const n = (latest?.n ?? 0) + 1;
+      n = (latest?.n ?? 0) + 1;
       try {
         await this.versions.insertOne({ ...emptyFields(), _id: versionId(contentId, n), contentId, n, partDocs: {}, replaced: [], gone: true, at: new Date() });
         break;
@@ -243,58 +284,77 @@ export class UploadLedger {
         latest = await this.latest(contentId);
       }
     }
+    this.recent.delete(contentId);
+    await this.setHead(contentId, n);
     const docs = new Set<string>([...Object.values(latest?.partDocs ?? {}), ...(latest?.replaced ?? [])]);
     for (let k = 1; k <= partCount; k++) docs.add(UploadLedger.partId(contentId, k));
     for (const id of docs) await this.partRanges.deleteOne({ _id: id });
-    const n = (latest?.n ?? 0) + 1;
-    await this.setHead(contentId, n);
-    for (let m = Math.max(1, n - 3); m < n; m++) await this.versions.deleteOne({ _id: versionId(contentId, m) });
+    for (let m = Math.max(1, n - 2); m < n; m++) await this.stub(contentId, m);
     await this.legacyStates.deleteOne({ _id: contentId });
   }
 
   /**
-   * Deletes the 'gone' marks `forget` left before `before`, with their head hints: by then no
-   * writer that computed from a version before the mark can still be at work (its claims and the
-   * content lock ran out long ago). Few documents; read with a filter once per sweep.
+   * Deletes the bookkeeping forgotten before `before` for good (its stubs, its 'gone' mark, its
+   * head hint): by then no writer that computed from a version before the mark can still be at
+   * work (its claims and the content lock ran out long ago). Read with a filter once per sweep.
    */
   async dropGoneMarks(before: Date, limit: number): Promise<number> {
     const marks = await this.versions.find({ gone: true, at: { $lt: before } }).limit(limit).toArray();
     for (const mark of marks) {
+      this.recent.delete(mark.contentId);
+      await this.versions.deleteMany({ contentId: mark.contentId, _id: { $ne: mark._id } });
       await this.heads.deleteOne({ _id: mark.contentId });
       await this.versions.deleteOne({ _id: mark._id });
     }
     return marks.length;
   }
 
-  /** The latest version: from the head hint, probing forward by `_id` until a miss. */
+  /** The latest version: from the one this process saw last (or the head hint), probing forward by `_id` until a miss. */
   private async latest(contentId: string): Promise<StateVersion | null> {
-    const hint = (await this.heads.findOne({ _id: contentId }))?.n ?? 0;
-    let found: StateVersion | null = null;
-    let n = hint;
-    if (n > 0) {
-      found = await this.versions.findOne({ _id: versionId(contentId, n) });
-      if (!found) {
-        // Tidied away after the hint was read: later versions exist; find them by range (rare).
-        found = await this.versions.find({ contentId }).sort({ n: -1 }).limit(1).next();
-        if (!found) return null;
-        n = found.n;
+    const known = this.recent.get(contentId);
+    let found: StoredVersion | null = null;
+    let n: number;
+    if (known && Date.now() - known.at < RECENT_MAX_AGE_MS) {
+      found = known.version;
+      n = found.n;
+    } else {
+      n = (await this.heads.findOne({ _id: contentId }))?.n ?? 0;
+      if (n > 0) {
+        found = await this.versions.findOne({ _id: versionId(contentId, n) });
+        if (!found) return null; // dropped for good (dropGoneMarks) since the hint was read
       }
     }
     for (;;) {
       const next = await this.versions.findOne({ _id: versionId(contentId, n + 1) });
-      if (!next) return found;
+      if (!next) break;
       found = next;
       n += 1;
     }
+    if (found && isStub(found)) throw new Error(`the bookkeeping of ${contentId} ends in a stub at version ${found.n}`);
+    if (found) remember(this.recent, contentId, { version: found, at: Date.now() }, RECENT_VERSIONS);
+    return found;
   }
 
-  /** After version n: the hint moves on; then what versions before n-1 replaced, and version n-2, go. */
-  private async tidy(contentId: string, n: number): Promise<void> {
+  /** After version n: the hint moves on; the part documents only version n-2 named go, and n-2 becomes a stub. */
+  private async tidy(contentId: string, n: number, replacedByPrevious?: string[]): Promise<void> {
     await this.setHead(contentId, n);
     if (n < 3) return;
-    const older = await this.versions.findOne({ _id: versionId(contentId, n - 1) });
-    for (const id of older?.replaced ?? []) await this.partRanges.deleteOne({ _id: id });
-    await this.versions.deleteOne({ _id: versionId(contentId, n - 2) });
+    let replaced = replacedByPrevious;
+    if (!replaced) {
+      const previous = await this.versions.findOne({ _id: versionId(contentId, n - 1) });
+      replaced = previous && !isStub(previous) ? previous.replaced : [];
+    }
+    for (const id of replaced) {
+      this.recentParts.delete(id);
+      await this.partRanges.deleteOne({ _id: id });
+    }
+    await this.stub(contentId, n - 2);
+  }
+
+  /** Drops version m's state and keeps its `_id` taken. */
+  private async stub(contentId: string, m: number): Promise<void> {
+    const stub: Omit<StubVersion, '_id'> = { contentId, n: m, stub: true, at: new Date() };
+    await this.versions.replaceOne({ _id: versionId(contentId, m) }, stub as WithoutId<StoredVersion>);
   }
 
   private async setHead(contentId: string, n: number): Promise<void> {
@@ -306,11 +366,20 @@ export class UploadLedger {
   }
 }
 
+/** Keeps `value` under `key` as the newest entry, dropping the oldest beyond `limit`. */
+function remember<V>(cache: Map<string, V>, key: string, value: V, limit: number): void {
+  cache.delete(key);
+  cache.set(key, value);
+  if (cache.size > limit) cache.delete(cache.keys().next().value!);
+}
+
 function emptyFields(): Omit<UploadState, '_id' | 'version' | 'partDocs'> {
   return { total: null, lastByte: -1, parts: {}, completing: null };
 }
 
-function toState(v: StateVersion): UploadState {
+/** A state of its own (the version may be a remembered one that must not change). */
+function toState(remembered: StateVersion): UploadState {
+  const v = structuredClone(remembered);
   if (v.gone) return { ...emptyUploadState(v.contentId), version: v.n, partDocs: {} };
   const { _id: _ignored, contentId, n, replaced: _r, gone: _g, at: _a, ...fields } = v;
   return { ...fields, _id: contentId, version: n };
