@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const downloads = new DownloadService(contents, objects, uploads.status);
   const sweeper = new UploadSweeper(contents, uploads.expiry, new Claims(db, 'leases'), logger, {
     intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
-    leaseMs: 10 * 60_000,
+    leaseMs: 30_000,
     batchSize: config.SWEEP_BATCH_SIZE,
   });
   sweeper.start();
