@@ -170,6 +170,7 @@ const HINTS: Record<string, string> = {
   contentBusy: 'another request is writing this content; retry in a moment (the client does so by itself)',
   contentCompleting: 'the content is being completed; retry in a moment (the client does so by itself)',
   partAssembling: 'a part is being assembled; retry in a moment (the client does so by itself)',
+  claimLost: 'the service lost its claim on this part while writing it (a replica stopped or stalled); retry in a moment (the client does so by itself)',
   databaseUnavailable: 'the content database is unavailable; retry later (resume with --resume if an upload stopped)',
   storageUnavailable: 'the object storage is unavailable; retry later (resume with --resume if an upload stopped)',
   sessionServiceUnavailable: 'sessions cannot be checked right now; retry later',

@@ -1,5 +1,8 @@
 import { ConfigError, env, parseEnv, refuseRemoved, z } from '@cp/config';
 
+/** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
+const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
+
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)' });
@@ -29,8 +32,14 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** Sent to the session-service's /internal/sessions/validate (its INTERNAL_SECRET_CONTENT_SERVICE). */
       SESSION_SERVICE_INTERNAL_SECRET: env.secret().optional(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
-      COMPLETION_LEASE_SECONDS: env.int(120, 5),
-      ASSEMBLY_LEASE_SECONDS: env.int(600, 5),
+      /**
+       * Leases of the claims (content lock, part write, assembly, completion): renewed every third
+       * of it while their holder works, so they need not cover a slow transfer; a dead holder's
+       * claim is taken over at most this long after its last renewal.
+       */
+      LOCK_LEASE_SECONDS: lease(5),
+      COMPLETION_LEASE_SECONDS: lease(10),
+      ASSEMBLY_LEASE_SECONDS: lease(10),
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),

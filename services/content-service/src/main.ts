@@ -63,7 +63,7 @@ async function main(): Promise<void> {
 
   const metrics = new ServiceMetrics('content-service');
   const uploads = new UploadService(
-    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks')), logger, metrics: new UploadMetrics(metrics.registry) },
+    { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks'), config.LOCK_LEASE_SECONDS * 1000), logger, metrics: new UploadMetrics(metrics.registry) },
     {
       uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
       completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const downloads = new DownloadService(contents, objects, uploads.status);
   const sweeper = new UploadSweeper(contents, uploads.expiry, new Claims(db, 'leases'), logger, {
     intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
-    leaseMs: 10 * 60_000,
+    leaseMs: 30_000,
     batchSize: config.SWEEP_BATCH_SIZE,
   });
   sweeper.start();

@@ -1,3 +1,4 @@
+import { ServiceError } from '@cp/errors';
 import type { Locks } from './Locks';
 import type { PartRanges, UploadLedger, UploadState } from './UploadLedger';
 
@@ -16,8 +17,10 @@ interface Pending {
 /**
  * Applies changes to a content's bookkeeping under its lock, several at a time: the changes that
  * queued up for one content while the previous batch ran are applied one after another to the
- * same documents, which are then written once (group commit). A change that throws is undone
- * (its documents restored) and only its own caller sees the error.
+ * same documents, which are then committed once as the content's next version (group commit). A
+ * change that throws is undone (its documents restored) and only its own caller sees the error.
+ * Changes may run more than once (when the commit loses to another writer): they compute from
+ * the view and keep their side effects idempotent.
  */
 export class LedgerCommits {
   private readonly queues = new Map<string, Pending[]>();
@@ -48,39 +51,17 @@ export class LedgerCommits {
         this.queues.delete(contentId);
         return;
       }
-      const outcomes: { ok: boolean; value: unknown }[] = [];
+      let outcomes: { ok: boolean; value: unknown }[] = [];
       try {
         await this.locks.with(this.lockName(contentId), async () => {
-          const state = await this.ledger.state(contentId);
-          const parts = new Map<number, PartRanges>();
-          const loaded = new Map<string, string>([[state._id, JSON.stringify(state)]]);
-          const pristine = new Map<number, PartRanges>();
-          const view: LedgerView = {
-            state,
-            part: async (k) => {
-              let part = parts.get(k);
-              if (!part) {
-                part = await this.ledger.part(contentId, k);
-                parts.set(k, part);
-                pristine.set(k, structuredClone(part));
-                loaded.set(part._id, JSON.stringify(part));
-              }
-              return part;
-            },
-          };
-          for (const entry of batch) {
-            const before = snapshot(state, parts);
-            try {
-              outcomes.push({ ok: true, value: await entry.change(view) });
-            } catch (error) {
-              restore(before, pristine, state, parts);
-              outcomes.push({ ok: false, value: error });
-            }
+          // The lock keeps writers of one content from racing in the common case; the versioned
+          // commit is what fences them: computed from a version another writer has moved past, the
+          // batch is computed again from the latest one.
+          for (let attempt = 1; ; attempt++) {
+            outcomes = [];
+            if (await this.apply(contentId, batch, outcomes)) return;
+            if (attempt === MAX_ATTEMPTS) throw ServiceError.unavailable('contentBusy', 'the content is busy with other requests; retry in a moment', undefined, 1);
           }
-          const writes: Promise<void>[] = [];
-          if (JSON.stringify(state) !== loaded.get(state._id)) writes.push(this.ledger.saveState(state));
-          for (const part of parts.values()) if (JSON.stringify(part) !== loaded.get(part._id)) writes.push(this.ledger.savePart(part));
-          await Promise.all(writes);
         });
       } catch (error) {
         for (const entry of batch) entry.reject(error);
@@ -89,7 +70,43 @@ export class LedgerCommits {
       batch.forEach((entry, i) => (outcomes[i]!.ok ? entry.resolve(outcomes[i]!.value) : entry.reject(outcomes[i]!.value)));
     }
   }
+
+  /** Runs the batch on the latest version and commits what it changed; false when another writer committed first. */
+  private async apply(contentId: string, batch: Pending[], outcomes: { ok: boolean; value: unknown }[]): Promise<boolean> {
+    const state = await this.ledger.state(contentId);
+    const parts = new Map<number, PartRanges>();
+    const loaded = new Map<string, string>([[state._id, JSON.stringify(state)]]);
+    const pristine = new Map<number, PartRanges>();
+    const view: LedgerView = {
+      state,
+      part: async (k) => {
+        let part = parts.get(k);
+        if (!part) {
+          part = await this.ledger.part(contentId, k, state);
+          parts.set(k, part);
+          pristine.set(k, structuredClone(part));
+          loaded.set(part._id, JSON.stringify(part));
+        }
+        return part;
+      },
+    };
+    for (const entry of batch) {
+      const before = snapshot(state, parts);
+      try {
+        outcomes.push({ ok: true, value: await entry.change(view) });
+      } catch (error) {
+        restore(before, pristine, state, parts);
+        outcomes.push({ ok: false, value: error });
+      }
+    }
+    const changedParts = [...parts.values()].filter((part) => JSON.stringify(part) !== loaded.get(part._id));
+    if (changedParts.length === 0 && JSON.stringify(state) === loaded.get(state._id)) return true;
+    return this.ledger.commit(state, changedParts);
+  }
 }
+
+/** How often a batch is computed again after losing the race for the next version (a lock taken over meanwhile). */
+const MAX_ATTEMPTS = 5;
 
 type Snapshot = { state: UploadState; parts: Map<number, PartRanges> };
 

@@ -13,7 +13,7 @@ export class Locks {
 
   constructor(
     private readonly claims: Claims,
-    private readonly leaseMs = 30_000,
+    private readonly leaseMs = 10_000,
     private readonly waitMs = 15_000,
   ) {}
 
@@ -25,11 +25,16 @@ export class Locks {
     this.local.set(name, tail);
     try {
       await previous;
-      await this.acquire(name);
+      const token = await this.acquire(name);
+      // Renewed while held (a read-modify-write of small documents, but the database may stall):
+      // a holder that dies leaves a lock that runs out within one lease.
+      const renewal = setInterval(() => void this.claims.renew(name, token, new Date()).catch(() => undefined), Math.max(50, Math.floor(this.leaseMs / 3)));
+      renewal.unref();
       try {
         return await work();
       } finally {
-        await this.claims.release(name);
+        clearInterval(renewal);
+        await this.claims.release(name, token);
       }
     } finally {
       releaseLocal();
@@ -37,10 +42,12 @@ export class Locks {
     }
   }
 
-  private async acquire(name: string): Promise<void> {
+  private async acquire(name: string): Promise<string> {
     const deadline = Date.now() + this.waitMs;
     let pause = 1;
-    while (!(await this.claims.acquire(name, new Date(), this.leaseMs))) {
+    for (;;) {
+      const token = await this.claims.acquire(name, new Date(), this.leaseMs);
+      if (token !== null) return token;
       if (Date.now() > deadline) throw ServiceError.unavailable('contentBusy', 'the content is busy with other requests; retry in a moment', undefined, 1);
       await sleep(pause + Math.random() * pause);
       pause = Math.min(pause * 2, 20);

@@ -101,11 +101,14 @@ export class ObjectStore {
   }
 
   /** Streams exactly `contentLength` bytes into part `partNumber`; returns its ETag. */
-  async uploadPart(key: string, uploadId: string, partNumber: number, body: Readable, contentLength: number): Promise<string> {
-    const out = await this.streaming(body, (abortSignal) =>
-      this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: contentLength }), {
-        abortSignal,
-      }),
+  async uploadPart(key: string, uploadId: string, partNumber: number, body: Readable, contentLength: number, signal?: AbortSignal): Promise<string> {
+    const out = await this.streaming(
+      body,
+      (abortSignal) =>
+        this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: contentLength }), {
+          abortSignal,
+        }),
+      signal,
     );
     if (!out.ETag) throw new Error('S3 returned no ETag for the part');
     return out.ETag;
@@ -114,24 +117,30 @@ export class ObjectStore {
   /**
    * Sends a request whose body is a stream. The SDK pipes the body without watching it for
    * errors; a body that fails (short, too long, client gone) aborts the S3 request, and that
-   * error, not the abort, is what the caller sees.
+   * error, not the abort, is what the caller sees. So does `signal` (a claim the caller lost):
+   * its reason is what the caller sees.
    */
-  private async streaming<O>(body: Readable, send: (abortSignal: AbortSignal) => Promise<O>): Promise<O> {
+  private async streaming<O>(body: Readable, send: (abortSignal: AbortSignal) => Promise<O>, signal?: AbortSignal): Promise<O> {
     const controller = new AbortController();
     let bodyError: unknown;
     const onError = (error: unknown) => {
-      bodyError = error;
+      bodyError ??= error;
       controller.abort();
     };
     body.on('error', onError);
+    const onAbort = () => onError(signal!.reason);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort);
     try {
       return await send(controller.signal);
     } catch (error) {
       throw bodyError ?? error;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
-  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<string> {
+  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[], signal?: AbortSignal): Promise<string> {
     const out = await this.s3.send(
       new CompleteMultipartUploadCommand({
         Bucket: this.bucket,
@@ -139,16 +148,17 @@ export class ObjectStore {
         UploadId: uploadId,
         MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
       }),
+      { abortSignal: signal },
     );
     return out.ETag ?? '';
   }
 
   /** The parts S3 holds for a multipart upload: part number → ETag (without quotes) and size. */
-  async listParts(key: string, uploadId: string): Promise<Map<number, { etag: string; size: number }>> {
+  async listParts(key: string, uploadId: string, signal?: AbortSignal): Promise<Map<number, { etag: string; size: number }>> {
     const parts = new Map<number, { etag: string; size: number }>();
     let marker: string | undefined;
     do {
-      const page = await this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }));
+      const page = await this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }), { abortSignal: signal });
       for (const p of page.Parts ?? []) parts.set(p.PartNumber!, { etag: unquote(p.ETag ?? ''), size: p.Size ?? -1 });
       marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
     } while (marker);

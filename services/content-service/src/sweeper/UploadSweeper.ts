@@ -6,7 +6,7 @@ import type { ExpiringUploads } from '../uploads/UploadExpiry';
 
 export interface UploadSweeperOptions {
   intervalMs: number;
-  /** How long one sweeper may hold the lease before another presumes it dead. */
+  /** How long the lease lasts after the sweeper's last renewal (every third of it) before another presumes it dead. */
   leaseMs: number;
   batchSize: number;
   clock?: Clock;
@@ -38,7 +38,11 @@ export class UploadSweeper {
   /** One pass; returns how many uploads it removed (0 when another sweeper holds the lease). */
   async sweepOnce(): Promise<number> {
     const now = this.clock();
-    if (!(await this.leases.acquire(LEASE, now, this.options.leaseMs))) return 0;
+    const token = await this.leases.acquire(LEASE, now, this.options.leaseMs);
+    if (token === null) return 0;
+    // Renewed while it sweeps: a sweeper that dies hands over within one lease.
+    const renewal = setInterval(() => void this.leases.renew(LEASE, token, this.clock()).catch(() => undefined), Math.max(50, Math.floor(this.options.leaseMs / 3)));
+    renewal.unref();
     let removed = 0;
     try {
       for (const record of await this.contents.findExpired(now, this.options.batchSize)) {
@@ -57,8 +61,10 @@ export class UploadSweeper {
           this.logger.warn({ contentId: pending._id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
         }
       }
+      await this.uploads.dropGoneMarks(this.options.batchSize).catch((error: unknown) => this.logger.warn({ err: error }, 'could not drop old marks of forgotten bookkeeping; next sweep retries'));
     } finally {
-      await this.leases.release(LEASE);
+      clearInterval(renewal);
+      await this.leases.release(LEASE, token);
     }
     return removed;
   }

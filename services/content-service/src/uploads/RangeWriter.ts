@@ -5,6 +5,7 @@ import type { ContentRange } from '@cp/ranges';
 import type { ContentRecord } from '../store/ContentRepository';
 import { emptyUploadState, type Piece } from '../store/UploadLedger';
 import type { ByteRange } from './ByteRanges';
+import { ClaimHeartbeat } from './ClaimHeartbeat';
 import { exactBody, pipeInto } from './exactBody';
 import { HashingStream } from './HashingStream';
 import { stagedKey } from './ObjectKeys';
@@ -57,36 +58,37 @@ export class RangeWriter {
       }
     }
 
-    const stored = await this.store(record, wanted, k, body, writer);
+    // The part-write claim is renewed while the bytes stream and until they are recorded: it
+    // outlives a slow transfer, and dies within one lease of this process.
+    const heartbeat = k !== null ? new ClaimHeartbeat(`part ${k}`, () => this.renewPartWrite(id, k, writer), leases.assemblyLeaseMs) : null;
     let work: Work;
+    let stored: { piece: Piece; etag: string | null } | null = null;
     try {
+      stored = await this.store(record, wanted, k, body, heartbeat?.signal);
+      heartbeat?.check();
       work = await this.record(record, range, stored, k, writer, isNew);
     } catch (error) {
-      if (stored.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
+      await heartbeat?.stop();
+      if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
       if (k !== null) await this.releasePartWrite(id, k, writer);
       throw error;
     }
+    await heartbeat?.stop();
     if (work.gone) return this.rewrites.afterCompletion(record, range, stored.piece);
     if (k !== null) this.ctx.metrics.partsStored.inc({ via: 'direct' });
     const { piece } = stored;
     if (work.duplicate && piece.key) await this.ctx.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.ctx.objects.delete(work.replaced.key).catch(() => undefined);
-    const completedNow = await this.completion.run(record, work);
+    const completedNow = await this.completion.run(record, work, writer);
     return { id, completedNow, completed: completedNow };
   }
 
-  /** The bytes into S3: straight into part k (claimed by `writer`), or staged as a piece of their own. */
-  private async store(record: ContentRecord, wanted: ByteRange, k: number | null, body: Readable, writer: string): Promise<{ piece: Piece; etag: string | null }> {
+  /** The bytes into S3: straight into part k (claimed; `signal` aborts when the claim is lost), or staged as a piece of their own. */
+  private async store(record: ContentRecord, wanted: ByteRange, k: number | null, body: Readable, signal: AbortSignal | undefined): Promise<{ piece: Piece; etag: string | null }> {
     const { objects, metrics } = this.ctx;
     const length = wanted.b - wanted.a + 1;
     if (k !== null) {
-      let etag: string;
-      try {
-        etag = await objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length);
-      } catch (error) {
-        await this.releasePartWrite(record._id, k, writer);
-        throw error;
-      }
+      const etag = await objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length, signal);
       return { piece: { ...wanted, kind: 'part', key: null, sha256: null }, etag };
     }
     const key = stagedKey(record._id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
@@ -132,7 +134,7 @@ export class RangeWriter {
           throw ServiceError.conflict('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
         }
         // The retry may come after a completion that failed: it gets to claim the work again.
-        return { ...(await claimWork(view, total, touched, now, leases)), duplicate: true };
+        return { ...(await claimWork(view, total, touched, now, leases, writer)), duplicate: true };
       }
       let replaced: Piece | undefined;
       for (const part of parts) {
@@ -147,8 +149,18 @@ export class RangeWriter {
       // Naming the total may have made the final part complete, whoever sent its bytes.
       const candidates = new Set(touched);
       if (namesTotal) candidates.add(PartGrid.partCount(total));
-      const work = await claimWork(view, total, [...candidates], now, leases);
+      const work = await claimWork(view, total, [...candidates], now, leases, writer);
       return { ...work, replaced };
+    });
+  }
+
+  /** Renews an aligned write's claim on its part; false when it is no longer this request's. */
+  private renewPartWrite(id: string, k: number, writer: string): Promise<boolean> {
+    return this.ctx.commits.commit(id, async (view) => {
+      const part = await view.part(k);
+      if (part.writing?.by !== writer) return false;
+      part.writing = { since: this.ctx.clock(), by: writer };
+      return true;
     });
   }
 

@@ -1,6 +1,7 @@
 import type { ContentRecord } from '../store/ContentRepository';
 import { isNotFound, unquote } from '../store/ObjectStore';
 import type { Piece } from '../store/UploadLedger';
+import { ClaimHeartbeat, claimLost } from './ClaimHeartbeat';
 import type { PartAssembler } from './PartAssembler';
 import { PartGrid, partKey } from './PartGrid';
 import type { UploadCleanup } from './UploadCleanup';
@@ -20,34 +21,60 @@ export class UploadCompletion {
     private readonly cleanup: UploadCleanup,
   ) {}
 
-  /** Runs the assemblies and completion claimed under the lock; true when this request completed the content. */
-  async run(record: ContentRecord, work: Work): Promise<boolean> {
+  /**
+   * Runs the assemblies and completion claimed under the lock by `holder` (the request's fencing
+   * token); true when this request completed the content. Each claim is renewed while its work
+   * runs; a claim lost meanwhile aborts the work, and its result is not recorded.
+   */
+  async run(record: ContentRecord, work: Work, holder: string): Promise<boolean> {
     const { commits, metrics, clock, leases, ledger } = this.ctx;
     let complete = work.complete;
     for (const assembly of work.assemblies) {
+      const { k } = assembly;
+      const mine = (part: { assembling: Date | null; assemblingBy?: string | null }) => part.assembling !== null && part.assemblingBy === holder;
+      const heartbeat = new ClaimHeartbeat(
+        `the assembly of part ${k}`,
+        () =>
+          commits.commit(record._id, async (view) => {
+            const part = await view.part(k);
+            if (!mine(part)) return false;
+            part.assembling = clock();
+            return true;
+          }),
+        leases.assemblyLeaseMs,
+      );
       let result: { etag: string; size: number };
       const timer = metrics.assemblySeconds.startTimer();
       try {
-        result = await this.assembler.assemble(record, assembly.k, work.total, assembly.pieces);
+        result = await this.assembler.assemble(record, k, work.total, assembly.pieces, heartbeat.signal);
         timer();
+        heartbeat.check();
         metrics.partsStored.inc({ via: 'assembled' });
-      } catch (error) {
-        await commits.commit(record._id, async (view) => {
-          (await view.part(assembly.k)).assembling = null;
+        complete = await commits.commit(record._id, async (view) => {
+          const part = await view.part(k);
+          // Fenced: only the holder of the assembly claim records its result.
+          if (!mine(part)) throw claimLost(`the assembly of part ${k}`);
+          part.stored = true;
+          part.assembling = null;
+          part.assemblingBy = null;
+          view.state.parts[partKey(k)] = result;
+          return claimCompletion(view.state, record.total ?? view.state.total, clock(), leases, holder);
         });
+      } catch (error) {
+        await heartbeat.stop();
+        await commits
+          .commit(record._id, async (view) => {
+            const part = await view.part(k);
+            if (mine(part)) Object.assign(part, { assembling: null, assemblingBy: null });
+          })
+          .catch(() => undefined); // the claim runs out by itself
         throw error;
       }
-      complete = await commits.commit(record._id, async (view) => {
-        const part = await view.part(assembly.k);
-        part.stored = true;
-        part.assembling = null;
-        view.state.parts[partKey(assembly.k)] = result;
-        return claimCompletion(view.state, record.total ?? view.state.total, clock(), leases);
-      });
-      await this.dropAssembledPieces(record._id, assembly.k, assembly.pieces);
+      await heartbeat.stop();
+      await this.dropAssembledPieces(record._id, k, assembly.pieces);
     }
     if (!complete) return false;
-    return this.complete(record, work.total ?? (await ledger.state(record._id)).total!);
+    return this.complete(record, work.total ?? (await ledger.state(record._id)).total!, holder);
   }
 
   /**
@@ -77,8 +104,19 @@ export class UploadCompletion {
    * the bookkeeping says for some parts (written by a request that failed after its UploadPart,
    * or by two requests racing on one part): those parts are dropped, to be sent again.
    */
-  private async complete(record: ContentRecord, total: number): Promise<boolean> {
-    const { ledger, commits, objects, contents, metrics, clock, logger } = this.ctx;
+  private async complete(record: ContentRecord, total: number, holder: string): Promise<boolean> {
+    const { ledger, commits, objects, contents, metrics, clock, logger, leases } = this.ctx;
+    const mine = (state: { completing: Date | null; completingBy?: string | null }) => state.completing !== null && state.completingBy === holder;
+    const heartbeat = new ClaimHeartbeat(
+      'the completion',
+      () =>
+        commits.commit(record._id, async (view) => {
+          if (!mine(view.state)) return false;
+          view.state.completing = clock();
+          return true;
+        }),
+      leases.completionLeaseMs,
+    );
     try {
       // Noted before S3 completes the object: if this process dies after it, the sweeper still
       // deletes the staged objects and bookkeeping (finishCleanup).
@@ -86,44 +124,58 @@ export class UploadCompletion {
       const state = await ledger.state(record._id);
       const expected = PartGrid.partCount(total);
       const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, ...state.parts[partKey(i + 1)]! }));
-      const inDoubt = await this.partsInDoubt(record, parts);
+      const inDoubt = await this.partsInDoubt(record, parts, heartbeat.signal);
       if (inDoubt.length > 0) {
         await commits.commit(record._id, async (view) => {
+          if (!mine(view.state)) throw claimLost('the completion');
           for (const k of inDoubt) {
             delete view.state.parts[partKey(k)];
             Object.assign(await view.part(k), { pieces: [], stored: false, assembling: null });
           }
           view.state.completing = null;
+          view.state.completingBy = null;
         });
+        await heartbeat.stop();
         logger.warn({ contentId: record._id, parts: inDoubt }, 'S3 holds other bytes than recorded for these parts; they are dropped and must be sent again');
         return false;
       }
       let etag: string;
       try {
-        etag = await objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts);
+        heartbeat.check();
+        etag = await objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts, heartbeat.signal);
       } catch (error) {
+        heartbeat.check();
         // An earlier holder may have completed the upload before it could record so.
         const existing = isNotFound(error) ? await objects.head(record.s3Key) : null;
         if (existing === null || existing.contentLength !== total) throw error;
         etag = existing.etag;
       }
+      // Fenced: a holder whose claim was taken over records nothing (its successor finds the
+      // upload completed in S3 and records that).
+      await commits.commit(record._id, async (view) => {
+        if (!mine(view.state)) throw claimLost('the completion');
+      });
       await contents.markReady(record._id, total, etag, clock());
       metrics.completed.inc();
     } catch (error) {
-      await commits.commit(record._id, async (view) => {
-        view.state.completing = null;
-      });
+      await heartbeat.stop();
+      await commits
+        .commit(record._id, async (view) => {
+          if (mine(view.state)) Object.assign(view.state, { completing: null, completingBy: null });
+        })
+        .catch(() => undefined); // the claim runs out by itself
       throw error;
     }
+    await heartbeat.stop();
     await this.cleanup.afterCompletion(record._id, total).catch((error: unknown) => logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
     return true;
   }
 
   /** The parts whose ETag or size in S3 is not the recorded one (none when S3 has completed the upload already). */
-  private async partsInDoubt(record: ContentRecord, parts: { partNumber: number; etag: string; size: number }[]): Promise<number[]> {
+  private async partsInDoubt(record: ContentRecord, parts: { partNumber: number; etag: string; size: number }[], signal: AbortSignal): Promise<number[]> {
     let actual: Map<number, { etag: string; size: number }>;
     try {
-      actual = await this.ctx.objects.listParts(record.s3Key, record.uploadId!);
+      actual = await this.ctx.objects.listParts(record.s3Key, record.uploadId!, signal);
     } catch (error) {
       if (isNotFound(error)) return [];
       throw error;

@@ -8,7 +8,11 @@ export interface ExpiringUploads {
   expire(id: string): Promise<boolean>;
   pendingCleanups(limit: number): Promise<PendingCleanup[]>;
   finishCleanup(pending: PendingCleanup): Promise<boolean>;
+  dropGoneMarks(limit: number): Promise<number>;
 }
+
+/** How long the mark of a forgotten content's bookkeeping stays, fencing writers that computed from before it. */
+const GONE_MARK_KEEP_MS = 60 * 60_000;
 
 /** Expiry of abandoned uploads and the cleanup of completed ones, for the sweeper. */
 export class UploadExpiry implements ExpiringUploads {
@@ -46,6 +50,11 @@ export class UploadExpiry implements ExpiringUploads {
     await this.cleanup.discard(record);
     this.ctx.metrics.swept.inc();
     return true;
+  }
+
+  /** Deletes the marks of bookkeeping forgotten more than an hour ago. */
+  async dropGoneMarks(limit: number): Promise<number> {
+    return this.ctx.ledger.dropGoneMarks(new Date(this.ctx.clock().getTime() - GONE_MARK_KEEP_MS), limit);
   }
 
   /** Cleanups noted at completion that have not happened (their request failed or died). */

@@ -98,6 +98,11 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
     return this.expiry.pendingCleanups(limit);
   }
 
+  /** For the sweeper: deletes the marks of bookkeeping forgotten long ago. */
+  dropGoneMarks(limit: number): Promise<number> {
+    return this.expiry.dropGoneMarks(limit);
+  }
+
   /** For the sweeper: deletes a completed content's staged objects and bookkeeping. */
   finishCleanup(pending: PendingCleanup): Promise<boolean> {
     return this.expiry.finishCleanup(pending);

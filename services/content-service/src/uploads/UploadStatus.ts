@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ContentRecord } from '../store/ContentRepository';
 import { mergeRanges, type ByteRange } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';
@@ -30,7 +31,7 @@ export class UploadStatus implements UploadStatusReader {
         ranges.push({ a: start, b: start + stored.size - 1 });
         continue;
       }
-      const part = await this.ctx.ledger.part(record._id, k);
+      const part = await this.ctx.ledger.part(record._id, k, state);
       ranges.push(...part.pieces.map(({ a, b }) => ({ a, b })));
     }
     return { total: record.total ?? state.total, ranges: mergeRanges(ranges) };
@@ -43,14 +44,15 @@ export class UploadStatus implements UploadStatusReader {
   async finishIfComplete(record: ContentRecord): Promise<ContentRecord> {
     if (record.state === 'ready') return record;
     const { commits, clock, leases, contents } = this.ctx;
+    const holder = randomBytes(6).toString('hex');
     const work = await commits.commit(record._id, async (view) => {
       const total = record.total ?? view.state.total;
       if (total === null || view.state.lastByte < 0) return null;
       // Only parts that are not stored yet can need an assembly; stored ones are in the state.
       const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
-      return claimWork(view, total, candidates, clock(), leases);
+      return claimWork(view, total, candidates, clock(), leases, holder);
     });
-    if (work) await this.completion.run(record, { ...work, replaced: undefined });
+    if (work) await this.completion.run(record, { ...work, replaced: undefined }, holder);
     return (await contents.find(record.ownerId, record._id)) ?? record;
   }
 }

@@ -26,7 +26,7 @@ export interface Work {
  * Under the content's lock: claims the assembly of every candidate part that is covered and not
  * yet stored, and the completion when every part is stored.
  */
-export async function claimWork(view: LedgerView, total: number | null, candidates: number[], now: Date, leases: Leases): Promise<Work> {
+export async function claimWork(view: LedgerView, total: number | null, candidates: number[], now: Date, leases: Leases, holder?: string): Promise<Work> {
   const assemblies: Assembly[] = [];
   for (const k of candidates) {
     const part = await view.part(k);
@@ -36,14 +36,15 @@ export async function claimWork(view: LedgerView, total: number | null, candidat
     if (total !== null && start >= total) continue;
     if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
     part.assembling = now;
+    if (holder !== undefined) part.assemblingBy = holder;
     assemblies.push({ k, pieces: part.pieces });
   }
-  const complete = assemblies.length === 0 && claimCompletion(view.state, total, now, leases);
+  const complete = assemblies.length === 0 && claimCompletion(view.state, total, now, leases, holder);
   return { assemblies, complete, total };
 }
 
 /** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
-export function claimCompletion(state: UploadState, total: number | null, now: Date, leases: Leases): boolean {
+export function claimCompletion(state: UploadState, total: number | null, now: Date, leases: Leases, holder?: string): boolean {
   if (total === null || total === 0) return false;
   if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) return false;
   const expected = PartGrid.partCount(total);
@@ -53,5 +54,6 @@ export function claimCompletion(state: UploadState, total: number | null, now: D
     if (!stored || stored.size !== size) return false;
   }
   state.completing = now;
+  if (holder !== undefined) state.completingBy = holder;
   return true;
 }
