@@ -79,7 +79,7 @@ describe('the client rides out restarts of the gateway, the content-service and 
         LOG_LEVEL: 'warn',
         ASSEMBLY_LEASE_SECONDS: String(PART_LEASE_SECONDS),
         SESSION_SERVICE_URL: stack.services['session-service']!.url,
-        INTERNAL_SECRET: stack.internalSecret,
+        SESSION_SERVICE_INTERNAL_SECRET: stack.internalSecrets.contentToSession,
       }));
     gateway = new Restartable('gateway', gatewayPort, {
       LOG_LEVEL: 'warn',
@@ -88,11 +88,9 @@ describe('the client rides out restarts of the gateway, the content-service and 
       SESSION_SERVICE_URL: stack.services['session-service']!.url,
     });
     auth = new Restartable('auth-service', authPort, {
-      ...stack.backing,
+      ...stack.authEnv,
       LOG_LEVEL: 'warn',
-      MONGODB_DATABASE: stack.authDatabase,
       SESSION_SERVICE_URL: stack.services['session-service']!.url,
-      INTERNAL_SECRET: stack.internalSecret,
       PUBLIC_BASE_URL: gateway.url,
     });
     await Promise.all([auth.start(), content.start()]);

@@ -42,13 +42,15 @@ describe('reading a certificate body', () => {
     );
   });
 
-  it('refuses a DER or base64 body larger than 64 KiB without decoding it, quickly', () => {
+  it('refuses a DER or base64 body larger than 64 KiB without decoding it', () => {
     // One SEQUENCE of a million NULLs: asn1js would walk every element.
     const huge = Buffer.concat([Buffer.from([0x30, 0x83, 0x1e, 0x84, 0x80]), Buffer.alloc(0x1e8480, Buffer.from([0x05, 0x00]))]);
     for (const body of [huge, Buffer.from(huge.toString('base64'))]) {
       const started = performance.now();
+      // The message proves nothing was decoded; the bound only catches a walk of the elements
+      // (seconds), with room for a loaded 2-core machine.
       expect(() => parseCertificates(body)).toThrow(/larger than 65536 bytes/);
-      expect(performance.now() - started).toBeLessThan(50);
+      expect(performance.now() - started).toBeLessThan(1_000);
     }
   });
 

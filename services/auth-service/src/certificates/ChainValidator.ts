@@ -10,20 +10,18 @@ export type ChainVerdict = { valid: true; path: ParsedCertificate[]; remembered:
  * store, and remembers the intermediates of a chain that validated.
  */
 export class ChainValidator {
-  private freshAt = 0;
-
   constructor(
     private readonly trust: TrustStore,
-    private readonly opts: { limits?: PathLimits; /** least time between two re-reads of the trust list after a failure */ refreshAfterFailureMs?: number } = {},
+    private readonly opts: { limits?: PathLimits } = {},
   ) {}
 
   async validate(leaf: ParsedCertificate, given: ParsedCertificate[], now: Date): Promise<ChainVerdict> {
     const limits = this.opts.limits ?? DEFAULT_PATH_LIMITS;
     let anchors = await this.trust.anchors();
     let verdict = await buildPath(leaf, { given, ...anchors }, now, limits);
-    // The list is cached; a root or intermediate the operator just added must count soon, but a
-    // stream of bad chains must not turn into a stream of reads.
-    if (!verdict.valid && Date.now() - this.freshAt >= (this.opts.refreshAfterFailureMs ?? 1_000)) {
+    // The list is cached; a root or intermediate the operator just added must count at once, but a
+    // stream of bad chains must not turn into a stream of full reads: re-read only on a change.
+    if (!verdict.valid && (await this.trust.changedSinceRead())) {
       anchors = await this.fresh();
       verdict = await buildPath(leaf, { given, ...anchors }, now, limits);
     }
@@ -40,8 +38,7 @@ export class ChainValidator {
     return { ...(verdict as Extract<PathVerdict, { valid: true }>), remembered };
   }
 
-  private async fresh() {
-    this.freshAt = Date.now();
+  private fresh() {
     return this.trust.anchors(0);
   }
 }

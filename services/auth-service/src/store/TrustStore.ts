@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Binary, type Collection, type Db } from 'mongodb';
 import { parseDer, type ParsedCertificate } from '../certificates/CertificateText';
 
@@ -17,6 +18,12 @@ export interface RemovedCertDoc {
   removedAt: Date;
 }
 
+/** One document whose `rev` changes with every change of the lists: a cheap "did anything change?". */
+interface RevisionDoc {
+  _id: 'trust';
+  rev: string;
+}
+
 export interface TrustAnchors {
   roots: ParsedCertificate[];
   intermediates: ParsedCertificate[];
@@ -32,7 +39,8 @@ export interface TrustAnchors {
 export class TrustStore {
   private readonly docs: Collection<TrustedCertDoc>;
   private readonly removedDocs: Collection<RemovedCertDoc>;
-  private cached: { at: number; anchors: TrustAnchors } | undefined;
+  private readonly revisions: Collection<RevisionDoc>;
+  private cached: { at: number; rev: string | null; anchors: TrustAnchors } | undefined;
   /** Certificates already decoded, by thumbprint: a re-read decodes only what is new. */
   private decoded = new Map<string, ParsedCertificate>();
 
@@ -42,11 +50,24 @@ export class TrustStore {
   ) {
     this.docs = db.collection<TrustedCertDoc>('trusted_certificates');
     this.removedDocs = db.collection<RemovedCertDoc>('removed_trusted_certificates');
+    this.revisions = db.collection<RevisionDoc>('trust_revision');
+  }
+
+  /**
+   * True when the lists changed since the memory copy was read (one lookup by `_id`). Lets a
+   * failed validation see a root or intermediate the operator has just added, without a stream of
+   * bad chains turning into a stream of full reads.
+   */
+  async changedSinceRead(): Promise<boolean> {
+    if (!this.cached) return true;
+    return (await this.currentRevision()) !== this.cached.rev;
   }
 
   /** The anchors, read again when the memory copy is older than `maxAgeMs`. */
   async anchors(maxAgeMs = this.refreshMs): Promise<TrustAnchors> {
     if (this.cached && Date.now() - this.cached.at < maxAgeMs) return this.cached.anchors;
+    // The revision first: a change landing during the read below is seen as a change next time.
+    const rev = await this.currentRevision();
     const [docs, removed] = await Promise.all([this.docs.find({}).toArray(), this.removedDocs.find({}, { projection: { _id: 1 } }).toArray()]);
     const anchors: TrustAnchors = { roots: [], intermediates: [], removed: new Set(removed.map((d) => d._id)) };
     const decoded = new Map<string, ParsedCertificate>();
@@ -63,8 +84,17 @@ export class TrustStore {
       (doc.kind === 'root' ? anchors.roots : anchors.intermediates).push(parsed);
     }
     this.decoded = decoded;
-    this.cached = { at: Date.now(), anchors };
+    this.cached = { at: Date.now(), rev, anchors };
     return anchors;
+  }
+
+  private async currentRevision(): Promise<string | null> {
+    return (await this.revisions.findOne({ _id: 'trust' }))?.rev ?? null;
+  }
+
+  /** A fresh random value, not a counter: concurrent changes cannot leave the old value behind. */
+  private async bumpRevision(): Promise<void> {
+    await this.revisions.updateOne({ _id: 'trust' }, { $set: { rev: randomUUID() } }, { upsert: true });
   }
 
   /** Which of `thumbprints` were removed, asked of the database (not the memory copy). */
@@ -78,6 +108,7 @@ export class TrustStore {
   async add(doc: TrustedCertDoc): Promise<void> {
     await this.docs.replaceOne({ _id: doc._id }, doc, { upsert: true });
     await this.removedDocs.deleteOne({ _id: doc._id });
+    await this.bumpRevision();
     this.cached = undefined;
   }
 
@@ -95,7 +126,10 @@ export class TrustStore {
       );
       added += result.upsertedCount;
     }
-    if (added > 0) this.cached = undefined;
+    if (added > 0) {
+      await this.bumpRevision();
+      this.cached = undefined;
+    }
     return added;
   }
 
@@ -110,8 +144,10 @@ export class TrustStore {
   async remove(thumbprint: string, now: Date = new Date()): Promise<boolean> {
     const id = thumbprint.toUpperCase();
     await this.removedDocs.updateOne({ _id: id }, { $setOnInsert: { removedAt: now } }, { upsert: true });
+    const deleted = (await this.docs.deleteOne({ _id: id })).deletedCount === 1;
+    await this.bumpRevision();
     this.cached = undefined;
-    return (await this.docs.deleteOne({ _id: id })).deletedCount === 1;
+    return deleted;
   }
 }
 
