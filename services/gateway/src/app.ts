@@ -8,7 +8,8 @@ import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/servic
 import { docsRoutes } from './docs/docsRoutes';
 import { edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
-import { gatewayErrorBody } from './http/upstreamErrorBody';
+import type { ErrorCode } from '@cp/errors';
+import { gatewayErrorBody, statusOf } from './http/upstreamErrorBody';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -56,7 +57,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
       void proxy(req, res, next);
       return;
     }
-    sendError(res, upstream, 404, 'routeNotFound', `no route for ${req.method} ${req.path}`, req.id);
+    sendError(res, upstream, 'routeNotFound', `no route for ${req.method} ${req.path}`, req.id);
   });
   return app;
 }
@@ -69,15 +70,16 @@ function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error,
     return;
   }
   const timedOut = code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
-  const [status, c, message] = timedOut
-    ? [504, 'upstreamTimeout', `the ${upstream} service did not answer in time`]
-    : [503, 'serviceUnavailable', `the ${upstream} service is unavailable; retry later`];
+  const [c, message]: [ErrorCode, string] = timedOut
+    ? ['upstreamTimeout', `the ${upstream} service did not answer in time`]
+    : ['serviceUnavailable', `the ${upstream} service is unavailable; retry later`];
   res.setHeader('Retry-After', '5');
   if (!req.complete) res.setHeader('Connection', 'close');
-  sendError(res, upstream, status, c, message, req.id);
+  sendError(res, upstream, c, message, req.id);
 }
 
-function sendError(res: ServerResponse, upstream: Upstream | null, status: number, code: string, message: string, trackId: string): void {
+function sendError(res: ServerResponse, upstream: Upstream | null, code: ErrorCode, message: string, trackId: string): void {
+  const status = statusOf(code);
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId)));

@@ -41,7 +41,7 @@ export class Locks {
     const deadline = Date.now() + this.waitMs;
     let pause = 1;
     while (!(await this.claims.acquire(name, new Date(), this.leaseMs))) {
-      if (Date.now() > deadline) throw ServiceError.unavailable('contentBusy', 'the content is busy with other requests; retry in a moment', undefined, 1);
+      if (Date.now() > deadline) throw ServiceError.of('contentBusy');
       await sleep(pause + Math.random() * pause);
       pause = Math.min(pause * 2, 20);
     }
