@@ -6,10 +6,9 @@ import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http
 import type { Logger } from '@cp/logging';
 import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
-import { edgeChecks } from './http/edgeChecks';
+import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
-import type { ErrorCode } from '@cp/errors';
-import { gatewayErrorBody, statusOf } from './http/upstreamErrorBody';
+import { gatewayErrorBody } from './http/upstreamErrorBody';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -57,7 +56,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
       void proxy(req, res, next);
       return;
     }
-    sendError(res, upstream, 'routeNotFound', `no route for ${req.method} ${req.path}`, req.id);
+    sendError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
   });
   return app;
 }
@@ -70,16 +69,15 @@ function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error,
     return;
   }
   const timedOut = code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
-  const [c, message]: [ErrorCode, string] = timedOut
-    ? ['upstreamTimeout', `the ${upstream} service did not answer in time`]
-    : ['serviceUnavailable', `the ${upstream} service is unavailable; retry later`];
+  const failure = timedOut
+    ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
+    : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);
   res.setHeader('Retry-After', '5');
   if (!req.complete) res.setHeader('Connection', 'close');
-  sendError(res, upstream, c, message, req.id);
+  sendError(res, upstream, failure, req.id);
 }
 
-function sendError(res: ServerResponse, upstream: Upstream | null, code: ErrorCode, message: string, trackId: string): void {
-  const status = statusOf(code);
+function sendError(res: ServerResponse, upstream: Upstream | null, { status, code, message }: EdgeRefusal, trackId: string): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId)));

@@ -20,7 +20,7 @@ const CREDENTIAL_PARAMETERS = ['api-key', 'apikey', 'auth.sid', 'sid', 'refresh-
 const CONTENT_RANGE = /^bytes[ =]([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
 const NON_ASCII_OR_CONTROL = /[^\x20-\x7E\t]/;
 
-/** A refusal by a catalogued code (its status comes from the catalogue), with a specific message. */
+/** An answer the gateway gives itself, by a catalogued code (whose status it takes), with a specific message. */
 export class EdgeRefusal {
   readonly status: number;
 
