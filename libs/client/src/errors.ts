@@ -143,7 +143,8 @@ export class ContentStateError extends Error {
   }
 }
 
-const HINTS: Record<string, string> = {
+/** What to do about each code the API answers (`libs/errors` declares the codes; its test checks that each has one). */
+export const HINTS: Record<string, string> = {
   invalidRange: 'the Range or Content-Range header is malformed; this is a client bug',
   missingContentRange: 'PUT needs Content-Range; this is a client bug',
   rangePastTotal: 'the file is larger than the total declared for this content; upload it as a new content',
@@ -168,21 +169,38 @@ const HINTS: Record<string, string> = {
   contentTooLarge: 'a content may be at most 30 GiB',
   rangeNotSatisfiable: 'the range starts past the end of the content',
   contentBusy: 'another request is writing this content; retry in a moment (the client does so by itself)',
+  invalidContentType: 'the Content-Type is not a plain ASCII media type (type/subtype; name=value); pass a simpler one',
+  rangeTotalMismatch: 'the content has another size than the range names; check the content id',
   contentCompleting: 'the content is being completed; retry in a moment (the client does so by itself)',
   partAssembling: 'a part is being assembled; retry in a moment (the client does so by itself)',
   claimLost: 'the service lost its claim on this part while writing it (a replica stopped or stalled); retry in a moment (the client does so by itself)',
+  partWriting: 'another request is writing the same part; retry in a moment (the client does so by itself)',
   databaseUnavailable: 'the content database is unavailable; retry later (resume with --resume if an upload stopped)',
   storageUnavailable: 'the object storage is unavailable; retry later (resume with --resume if an upload stopped)',
   sessionServiceUnavailable: 'sessions cannot be checked right now; retry later',
   identityProviderUnavailable: 'tokens cannot be checked right now; retry later',
   internalError: 'the service failed unexpectedly; retry, and quote the track id when reporting it',
   routeNotFound: 'no such endpoint: check --url (it should be the gateway, e.g. http://host:8080)',
+  missingHost: 'the request had no Host header; this is a client bug',
+  duplicateHost: 'the request had two Host headers; check proxies between the client and the service',
+  invalidPath: 'the path is not a clean absolute path; check --url and the ids',
+  credentialTooLong: 'a credential (token, sid, api key) is far too long; check what --token or the saved login holds',
+  invalidCredential: 'a credential holds characters outside visible ASCII; check --token or the saved login',
+  malformedRequest: 'the request was not valid HTTP; check proxies between the client and the service',
+  requestTimeout: 'the request went silent for too long; retry (the client does so by itself)',
+  chunkExtensionsTooLarge: 'the chunked body was malformed; this is a client bug',
+  expectationFailed: 'only `Expect: 100-continue` is supported; this is a client bug',
+  headersTooLarge: 'the request headers are too large; check the size of the token and proxies in between',
+  serviceUnavailable: 'a service behind the gateway is down or restarting; retry later (the client does so by itself)',
+  upstreamTimeout: 'a service behind the gateway did not answer in time; retry (the client does so by itself)',
   BodyTooLarge: 'the request body is too large for this endpoint',
+  BadRequest: 'the request could not be read; this is a client bug',
   InvalidParameter: 'a parameter is malformed (e.g. the thumbprint); check the certificate file',
   UnknownError: 'the sign-in service failed unexpectedly; retry, and report it if it persists',
   ServiceUnavailable: 'the service is unavailable; retry later',
   MissingParameters: 'a parameter (api key, certificate, thumbprint or body) is missing',
   InvalidApiKey: 'the api key is unknown; ask the operator for one (`pnpm admin apikey create`)',
+  FreeNotAllowed: 'this api key may not skip certificate validation; sign in without free, or ask the operator for a key made with --allow-free',
   CertUnreadable: 'the file is not a certificate (PEM or DER)',
   UnknownCertificate: 'the certificate is not registered; ask the operator to add it (`pnpm admin user add`)',
   CertNotValid: 'the certificate is expired, not yet valid, or not issued by a trusted CA',
@@ -194,6 +212,12 @@ const HINTS: Record<string, string> = {
   InvalidRefreshToken: 'the refresh token is unknown; run `content login`',
   SessionRevoked: 'the session was revoked; run `content login`',
   SidMismatch: 'the saved session is inconsistent; run `content login`',
+  SessionTooOld: 'the sign-in reached its maximum lifetime; run `content login`',
+  UserRemoved: 'the user is no longer registered; ask the operator, then run `content login`',
+  CertificateRemoved: 'the certificate is no longer registered; ask the operator, then run `content login`',
+  NotFound: 'no such sign-in endpoint: check --url (it should be the gateway, e.g. http://host:8080)',
+  MethodNotAllowed: 'the sign-in endpoints take POST only; this is a client bug',
+  TooManyRequests: 'too many sign-in requests for this api key or address; retry after the time the service names (the client does so by itself)',
 };
 
 const HINTS_BY_STATUS: Record<number, string> = {

@@ -1,13 +1,26 @@
+import { ERROR_CATALOGUE, type ErrorCode } from './catalogue';
+
 export interface ServiceErrorOptions {
-  /** Extra response headers, e.g. Retry-After or Content-Range. */
+  /** Extra response headers, e.g. Content-Range. */
   headers?: Record<string, string>;
   cause?: unknown;
 }
 
+export interface ServiceErrorOfOptions extends ServiceErrorOptions {
+  /**
+   * Another status than the catalogue's, only where the same code has long been answered with
+   * another one (an internal route, a passthrough of the request's own 4xx).
+   */
+  status?: number;
+  /** Retry-After of a 503, in seconds; the catalogue's (or 5) otherwise. */
+  retryAfterSeconds?: number;
+}
+
 /**
- * The one error type the services throw on purpose. `code` is stable and machine-readable
- * (camelCase, becomes `urn:error:contents:<code>` on /v1 or `Code` on /auth); `message` is for
- * people. Anything thrown that is not a ServiceError is answered as a 500 without details.
+ * The one error type the services throw on purpose. `code` is stable and machine-readable and
+ * declared in the catalogue (`catalogue.ts`); it becomes `urn:error:contents:<code>` on /v1 or
+ * `Code` on /auth and /sessions; `message` is for people. Anything thrown that is not a
+ * ServiceError is answered as a 500 without details.
  */
 export class ServiceError extends Error {
   override readonly name = 'ServiceError';
@@ -15,7 +28,7 @@ export class ServiceError extends Error {
 
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     options: ServiceErrorOptions = {},
   ) {
@@ -23,23 +36,14 @@ export class ServiceError extends Error {
     this.headers = options.headers ?? {};
   }
 
-  static badRequest(code: string, message: string): ServiceError {
-    return new ServiceError(400, code, message);
-  }
-  static unauthorized(code: string, message: string): ServiceError {
-    return new ServiceError(401, code, message);
-  }
-  static forbidden(code: string, message: string): ServiceError {
-    return new ServiceError(403, code, message);
-  }
-  static notFound(code: string, message: string): ServiceError {
-    return new ServiceError(404, code, message);
-  }
-  static conflict(code: string, message: string): ServiceError {
-    return new ServiceError(409, code, message);
-  }
-  /** A dependency (S3, MongoDB, Redis, another service) did not answer. */
-  static unavailable(code: string, message: string, cause?: unknown, retryAfterSeconds = 5): ServiceError {
-    return new ServiceError(503, code, message, { cause, headers: { 'Retry-After': String(retryAfterSeconds) } });
+  /**
+   * The error of a catalogued code, with its status, and its message unless the throw site has
+   * a more specific one. A 503 carries Retry-After.
+   */
+  static of(code: ErrorCode, message?: string, options: ServiceErrorOfOptions = {}): ServiceError {
+    const spec: { status: number; message: string; retryAfterSeconds?: number } = ERROR_CATALOGUE[code];
+    const status = options.status ?? spec.status;
+    const headers = status === 503 ? { 'Retry-After': String(options.retryAfterSeconds ?? spec.retryAfterSeconds ?? 5), ...options.headers } : options.headers;
+    return new ServiceError(status, code, message ?? spec.message, { headers, cause: options.cause });
   }
 }

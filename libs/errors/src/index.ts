@@ -1,2 +1,3 @@
-export { ServiceError, type ServiceErrorOptions } from './ServiceError';
+export { ServiceError, type ServiceErrorOptions, type ServiceErrorOfOptions } from './ServiceError';
+export { ERROR_CATALOGUE, errorSpec, isErrorCode, type ErrorCode, type ErrorSpec } from './catalogue';
 export { contentsErrorBody, type ContentsErrorBody } from './contentsErrorBody';

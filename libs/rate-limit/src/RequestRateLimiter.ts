@@ -115,7 +115,7 @@ export class RequestRateLimiter {
       this.check(apiKeyOf(req), clientAddress(req, this.options.trustedProxyHops)).then((waitMs) => {
         if (waitMs === 0) return next();
         const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-        next(new ServiceError(429, 'TooManyRequests', `too many requests; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } }));
+        next(ServiceError.of('TooManyRequests', `too many requests; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } }));
       }, next);
     };
   }

@@ -7,3 +7,5 @@ export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } fr
 export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';
 export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';
+export { codeErrorHandler, type CodeErrorHandlerOptions } from './codeErrorHandler';
+export { unavailableDependency, type Dependency } from './unavailableDependency';

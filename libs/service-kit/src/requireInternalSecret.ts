@@ -37,14 +37,14 @@ export function requireInternalSecret(callers: InternalCaller[]): RequestHandler
     let caller: (typeof known)[number] | undefined;
     for (const c of known) if (timingSafeEqual(digest, c.digest) && typeof given === 'string') caller = c;
     if (!caller) {
-      next(ServiceError.unauthorized('InternalSecretRequired', 'internal endpoint: the caller secret is missing or wrong'));
+      next(ServiceError.of('InternalSecretRequired'));
       return;
     }
     const path = normalise(req.path);
     // Dot segments and escapes are never granted: what they name is for the router to decide.
     const plain = !/%|\/\.\.?(\/|$)/.test(req.path);
     if (!plain || !caller.routes.some((r) => path === r || path.startsWith(`${r}/`))) {
-      next(ServiceError.forbidden('InternalRouteForbidden', `internal endpoint: ${caller.name} may not call ${req.path}`));
+      next(ServiceError.of('InternalRouteForbidden', `internal endpoint: ${caller.name} may not call ${req.path}`));
       return;
     }
     next();

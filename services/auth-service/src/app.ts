@@ -32,7 +32,7 @@ export function buildApp(deps: AuthAppDeps): express.Express {
   if (deps.rateLimiter) app.use('/auth', deps.rateLimiter.middleware());
   app.use(authRoutes(deps.signIn, deps.apiKeys, deps.publicBaseUrl));
   app.use((req, _res, next) => {
-    next(ServiceError.notFound('NotFound', `no route for ${req.method} ${req.path}`));
+    next(ServiceError.of('NotFound', `no route for ${req.method} ${req.path}`));
   });
   app.use(errorHandler(deps.logger));
   return app;

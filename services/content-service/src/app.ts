@@ -25,7 +25,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
   app.use('/v1', authenticate(deps.bearer, deps.sessions), contentsRouter(deps.uploads, deps.downloads));
   app.use((req, _res, next) => {
-    next(ServiceError.notFound('routeNotFound', `no route for ${req.method} ${req.path}`));
+    next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));
   });
   app.use(errorHandler(deps.logger));
   return app;

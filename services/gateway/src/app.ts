@@ -6,7 +6,7 @@ import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http
 import type { Logger } from '@cp/logging';
 import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
-import { edgeChecks } from './http/edgeChecks';
+import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
 import { gatewayErrorBody } from './http/upstreamErrorBody';
 
@@ -56,7 +56,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
       void proxy(req, res, next);
       return;
     }
-    sendError(res, upstream, 404, 'routeNotFound', `no route for ${req.method} ${req.path}`, req.id);
+    sendError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
   });
   return app;
 }
@@ -69,15 +69,15 @@ function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error,
     return;
   }
   const timedOut = code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
-  const [status, c, message] = timedOut
-    ? [504, 'upstreamTimeout', `the ${upstream} service did not answer in time`]
-    : [503, 'serviceUnavailable', `the ${upstream} service is unavailable; retry later`];
+  const failure = timedOut
+    ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
+    : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);
   res.setHeader('Retry-After', '5');
   if (!req.complete) res.setHeader('Connection', 'close');
-  sendError(res, upstream, status, c, message, req.id);
+  sendError(res, upstream, failure, req.id);
 }
 
-function sendError(res: ServerResponse, upstream: Upstream | null, status: number, code: string, message: string, trackId: string): void {
+function sendError(res: ServerResponse, upstream: Upstream | null, { status, code, message }: EdgeRefusal, trackId: string): void {
   res.statusCode = status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.end(JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId)));

@@ -28,7 +28,7 @@ export function buildApp(deps: SessionAppDeps): express.Express {
   if (deps.rateLimiter) app.use('/sessions', deps.rateLimiter.middleware());
   app.use(publicRoutes(deps.sessions, deps.apiKeys));
   app.use((req, _res, next) => {
-    next(ServiceError.notFound('NotFound', `no route for ${req.method} ${req.path}`));
+    next(ServiceError.of('NotFound', `no route for ${req.method} ${req.path}`));
   });
   app.use(errorHandler(deps.logger));
   return app;

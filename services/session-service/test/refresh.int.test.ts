@@ -42,7 +42,7 @@ class Registry implements RegistrationChecker {
 
   async check(userId: string, thumbprint: string | undefined): Promise<Registration> {
     this.asked.push({ userId, thumbprint });
-    if (this.down) throw ServiceError.unavailable('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later');
+    if (this.down) throw ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later');
     const owners = this.users.get(userId);
     if (!owners) return { registered: false, reason: 'UserRemoved' };
     if (thumbprint !== undefined && this.certs.get(thumbprint) !== userId) return { registered: false, reason: 'CertificateRemoved' };

@@ -34,23 +34,23 @@ export class CertificateSignIn {
     try {
       certs = parseCertificates(body);
     } catch (error) {
-      if (error instanceof CertUnreadable) throw ServiceError.forbidden('CertUnreadable', 'the body is not a certificate (PEM, base64 or DER)');
-      if (error instanceof TooManyCertificates) throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: ${error.message}`);
+      if (error instanceof CertUnreadable) throw ServiceError.of('CertUnreadable');
+      if (error instanceof TooManyCertificates) throw ServiceError.of('CertNotValid', `the certificate is not valid: ${error.message}`);
       throw error;
     }
     const [leaf, ...rest] = certs;
     const now = this.deps.clock.now();
     // The registry first: an unregistered certificate costs no cryptography at all.
     const registered = await this.deps.users.certificate(leaf!.thumbprint);
-    if (!registered) throw ServiceError.forbidden('UnknownCertificate', 'the certificate is not registered');
+    if (!registered) throw ServiceError.of('UnknownCertificate');
     if (free) {
       const f = leaf!.facts;
       if (f.keyKind === 'rsa' && (f.rsaBits ?? 0) < MIN_RSA_BITS) {
-        throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: its RSA key has ${f.rsaBits ?? 'an unreadable number of'} bits; at least ${MIN_RSA_BITS} are required`);
+        throw ServiceError.of('CertNotValid', `the certificate is not valid: its RSA key has ${f.rsaBits ?? 'an unreadable number of'} bits; at least ${MIN_RSA_BITS} are required`);
       }
     } else {
       const verdict = await this.deps.chains.validate(leaf!, rest, now);
-      if (!verdict.valid) throw new ServiceError(406, 'CertNotValid', `the certificate is not valid: ${verdict.reason}`);
+      if (!verdict.valid) throw ServiceError.of('CertNotValid', `the certificate is not valid: ${verdict.reason}`);
     }
     const userBytes = uuidBytes(registered.userId);
     const rnd = Buffer.concat([userBytes, randomBytes(32)]);
@@ -58,7 +58,7 @@ export class CertificateSignIn {
     try {
       encryptedKey = await envelopeFor(leaf!.cert, rnd);
     } catch (error) {
-      if (error instanceof UnsupportedKey) throw new ServiceError(406, 'CertNotValid', error.message);
+      if (error instanceof UnsupportedKey) throw ServiceError.of('CertNotValid', error.message);
       throw error;
     }
     await this.deps.rnds.put(registered.userId, rnd, leaf!.thumbprint, new Date(now.getTime() + this.opts.rndTtlSeconds * 1000), this.opts.rndTtlSeconds);
@@ -68,10 +68,10 @@ export class CertificateSignIn {
 
   async approve(thumbprint: string, candidate: Buffer): Promise<SessionPair> {
     const registered = /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? await this.deps.users.certificate(thumbprint) : null;
-    if (!registered) throw ServiceError.forbidden('UnknownCertificate', 'the certificate is not registered');
+    if (!registered) throw ServiceError.of('UnknownCertificate');
     const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock.now());
-    if (outcome === 'missing') throw ServiceError.forbidden('RndBytesNotFound', 'no rnd is waiting for this certificate (none issued, used, or expired)');
-    if (outcome === 'wrong') throw ServiceError.forbidden('WrongKey', 'the rnd does not match');
+    if (outcome === 'missing') throw ServiceError.of('RndBytesNotFound');
+    if (outcome === 'wrong') throw ServiceError.of('WrongKey');
     const user = await this.deps.users.user(registered.userId);
     return this.deps.sessions.create(registered.userId, user?.owners ?? [], registered._id);
   }

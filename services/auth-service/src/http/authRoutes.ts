@@ -15,7 +15,7 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
   router.use((req, res, next) => {
     const m = PREFIX.exec(req.path);
     if (!m) return next();
-    if (req.method !== 'POST') throw new ServiceError(405, 'MethodNotAllowed', 'use POST');
+    if (req.method !== 'POST') throw ServiceError.of('MethodNotAllowed');
     const started = process.hrtime.bigint();
     // The time this service spent on the request, body included (clients and tests read it).
     const timed = (): void => {
@@ -45,12 +45,12 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     const apiKey = apiKeyOf(req);
     const cert = bodyOf(req);
     const missing = [!cert && 'certificate body', !apiKey && 'api key'].filter(Boolean);
-    if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
+    if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
     const grant = await apiKeys.grantOf(apiKey!);
-    if (!grant) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    if (!grant) throw ServiceError.of('InvalidApiKey');
     const free = parseFree(query(req, 'free'));
     if (free && !grant.allowFree) {
-      throw ServiceError.forbidden('FreeNotAllowed', 'this api key may not skip certificate validation (free=true); send the request without free, or ask the operator for a key created with --allow-free');
+      throw ServiceError.of('FreeNotAllowed');
     }
     const challenge = await signIn.authenticate(cert!, free);
     const base = publicBaseUrl ?? baseFromRequest(req);
@@ -64,8 +64,8 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     const apiKey = apiKeyOf(req);
     const thumbprint = query(req, 'thumbprint');
     const missing = [!thumbprint && 'thumbprint', !apiKey && 'api key'].filter(Boolean);
-    if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
-    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
+    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.of('InvalidApiKey');
     return signIn.approve(thumbprint!, bodyOf(req) ?? Buffer.alloc(0));
   }
 
@@ -96,7 +96,7 @@ function parseFree(value: string | undefined): boolean {
   const v = value.trim().toLowerCase();
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0' || v === '') return false;
-  throw ServiceError.badRequest('InvalidParameter', 'free must be true or false');
+  throw ServiceError.of('InvalidParameter', 'free must be true or false');
 }
 
 function baseFromRequest(req: Request): string {

@@ -9,8 +9,8 @@ export function internalRoutes(apiKeys: ApiKeyStore, users: UserRegistry): Route
   router.use(express.json({ limit: '4kb' }));
   router.post('/api-keys/verify', async (req, res) => {
     const { apiKey } = (req.body ?? {}) as { apiKey?: unknown };
-    if (typeof apiKey !== 'string' || !apiKey) throw ServiceError.badRequest('MissingParameters', 'send {"apiKey": "..."}');
-    if (!(await apiKeys.isValid(apiKey))) throw ServiceError.notFound('InvalidApiKey', 'unknown api key');
+    if (typeof apiKey !== 'string' || !apiKey) throw ServiceError.of('MissingParameters', 'send {"apiKey": "..."}');
+    if (!(await apiKeys.isValid(apiKey))) throw ServiceError.of('InvalidApiKey', 'unknown api key', { status: 404 });
     res.status(200).json({ valid: true });
   });
   // Asked on every refresh: is the user, and the certificate the session signed in with, still
@@ -18,7 +18,7 @@ export function internalRoutes(apiKeys: ApiKeyStore, users: UserRegistry): Route
   router.post('/registrations/check', async (req, res) => {
     const { userId, thumbprint } = (req.body ?? {}) as { userId?: unknown; thumbprint?: unknown };
     if (typeof userId !== 'string' || !userId || (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint)))) {
-      throw ServiceError.badRequest('MissingParameters', 'send {"userId": "...", "thumbprint": "<sha-1 hex, optional>"}');
+      throw ServiceError.of('MissingParameters', 'send {"userId": "...", "thumbprint": "<sha-1 hex, optional>"}');
     }
     const [user, cert] = await Promise.all([users.user(userId), thumbprint === undefined ? null : users.certificate(thumbprint)]);
     if (!user) return void res.status(200).json({ registered: false, reason: 'UserRemoved' });

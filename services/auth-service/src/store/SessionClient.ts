@@ -27,12 +27,12 @@ export class HttpSessionClient implements SessionCreator {
         signal: AbortSignal.timeout(10_000),
       });
     } catch (error) {
-      throw ServiceError.unavailable('CreateSessionError', 'the session service does not answer; retry later', error);
+      throw ServiceError.of('CreateSessionError', 'the session service does not answer; retry later', { cause: error });
     }
-    if (res.status === 503) throw ServiceError.unavailable('CreateSessionError', 'the session service is unavailable; retry later');
-    if (res.status !== 201) throw new ServiceError(500, 'CreateSessionError', 'the session could not be created');
+    if (res.status === 503) throw ServiceError.of('CreateSessionError');
+    if (res.status !== 201) throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
     const body = (await res.json()) as Partial<SessionPair>;
-    if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string') throw new ServiceError(500, 'CreateSessionError', 'the session could not be created');
+    if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string') throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
     return { Sid: body.Sid, RefreshToken: body.RefreshToken };
   }
 }

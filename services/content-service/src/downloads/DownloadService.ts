@@ -40,7 +40,7 @@ export class DownloadService {
   async plan(ownerId: string, id: string, range: RangeRequest | null): Promise<DownloadPlan> {
     const record = await this.load(ownerId, id);
     if (record.state !== 'ready' || record.total === null) {
-      throw ServiceError.conflict('contentNotReady', 'the content is still being uploaded; it can be downloaded once all its parts are in');
+      throw ServiceError.of('contentNotReady');
     }
     const ready = record as ReadyContent;
     const total = ready.total;
@@ -50,7 +50,7 @@ export class DownloadService {
     // An empty content has no byte to start a range at: any Range is one that starts at or past the end.
     const resolved = resolveRange(range, total);
     if (!resolved.satisfiable) {
-      throw new ServiceError(416, 'rangeNotSatisfiable', total === 0 ? 'the content is empty: no range of it can be served; GET it without Range' : `the content has ${total} bytes; the range starts past its end`, {
+      throw ServiceError.of('rangeNotSatisfiable', total === 0 ? 'the content is empty: no range of it can be served; GET it without Range' : `the content has ${total} bytes; the range starts past its end`, {
         headers: { 'Content-Range': `bytes */${total}` },
       });
     }
@@ -64,7 +64,7 @@ export class DownloadService {
 
   private async load(ownerId: string, id: string): Promise<ContentRecord> {
     const record = await this.contents.find(ownerId, id);
-    if (!record) throw ServiceError.notFound('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+    if (!record) throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
     return this.uploads.finishIfComplete(record);
   }
 }

@@ -27,10 +27,10 @@ export class HttpSessionValidator implements SessionValidator {
     try {
       answer = await this.post(JSON.stringify({ sid }));
     } catch (error) {
-      throw ServiceError.unavailable('sessionServiceUnavailable', 'the session service does not answer; retry later', error);
+      throw ServiceError.of('sessionServiceUnavailable', undefined, { cause: error });
     }
     if (answer.status === 404 || answer.status === 401) return null;
-    if (answer.status !== 200) throw ServiceError.unavailable('sessionServiceUnavailable', `the session service answered ${answer.status}`);
+    if (answer.status !== 200) throw ServiceError.of('sessionServiceUnavailable', `the session service answered ${answer.status}`);
     const body = JSON.parse(answer.body) as { userId: string; owners: string[] };
     return { kind: 'session', subject: body.userId, owners: body.owners.map((o) => o.toLowerCase()) };
   }

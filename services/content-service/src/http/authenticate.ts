@@ -21,26 +21,26 @@ export function authenticate(bearer: BearerVerifier | null, sessions: SessionVal
     const presented = parseAuthorization(req.headers.authorization, req.headers.cookie);
     switch (presented.scheme) {
       case 'none':
-        throw ServiceError.unauthorized('missingCredentials', 'send Authorization: Bearer <token> or an auth.sid session');
+        throw ServiceError.of('missingCredentials');
       case 'malformed':
-        throw ServiceError.unauthorized('malformedCredentials', presented.reason);
+        throw ServiceError.of('malformedCredentials', presented.reason);
       case 'bearer': {
-        if (!bearer) throw ServiceError.unauthorized('bearerNotAccepted', 'this deployment does not accept Bearer tokens');
+        if (!bearer) throw ServiceError.of('bearerNotAccepted');
         try {
           req.principal = await bearer.verify(presented.token);
         } catch (error) {
-          if (error instanceof InvalidBearerToken) throw ServiceError.unauthorized('invalidToken', error.message);
-          throw ServiceError.unavailable('identityProviderUnavailable', 'the token issuer keys could not be fetched', error);
+          if (error instanceof InvalidBearerToken) throw ServiceError.of('invalidToken', error.message);
+          throw ServiceError.of('identityProviderUnavailable', undefined, { cause: error });
         }
         break;
       }
       case 'auth.sid': {
-        if (!sessions) throw ServiceError.unauthorized('sessionsNotAccepted', 'this deployment does not accept auth.sid sessions');
+        if (!sessions) throw ServiceError.of('sessionsNotAccepted');
         // A sid is 64 hex characters: anything else is refused here rather than sent on to the
         // session-service (where an oversized one failed its body limit and came back as 503).
-        if (!SID_SHAPE.test(presented.sid)) throw ServiceError.unauthorized('invalidSession', 'the session is unknown, expired or revoked');
+        if (!SID_SHAPE.test(presented.sid)) throw ServiceError.of('invalidSession');
         const principal = await sessions.validate(presented.sid);
-        if (!principal) throw ServiceError.unauthorized('invalidSession', 'the session is unknown, expired or revoked');
+        if (!principal) throw ServiceError.of('invalidSession');
         req.principal = principal;
         break;
       }

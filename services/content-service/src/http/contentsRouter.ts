@@ -24,7 +24,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const headers = readWriteHeaders(req);
-    if (headers.range === null) throw ServiceError.badRequest('missingContentRange', 'PUT needs Content-Range: bytes a-b/total (or bytes a-b/*)');
+    if (headers.range === null) throw ServiceError.of('missingContentRange');
     const outcome = await uploads.write({ ...headers, ownerId, contentId, body: req });
     sendJson(res, outcome.completedNow ? 201 : 200, { id: outcome.id, content: { id: outcome.id }, 'is-completed': outcome.completed });
   });
@@ -88,7 +88,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
 }
 
 function requireUuid(value: string, name: string): string {
-  if (!UUID.test(value)) throw ServiceError.badRequest('invalidId', `${name} ${JSON.stringify(value)} is not a UUID`);
+  if (!UUID.test(value)) throw ServiceError.of('invalidId', `${name} ${JSON.stringify(value)} is not a UUID`);
   return value.toLowerCase();
 }
 
@@ -96,8 +96,8 @@ function requireUuid(value: string, name: string): string {
 function requireOwner(req: Request): string {
   const ownerId = requireUuid(String(req.params.ownerId), 'ownerId');
   const principal = req.principal;
-  if (!principal) throw ServiceError.unauthorized('missingCredentials', 'no credentials');
-  if (!principal.owners.includes(ownerId)) throw ServiceError.forbidden('ownerForbidden', `these credentials may not act for owner ${ownerId}`);
+  if (!principal) throw ServiceError.of('missingCredentials', 'no credentials');
+  if (!principal.owners.includes(ownerId)) throw ServiceError.of('ownerForbidden', `these credentials may not act for owner ${ownerId}`);
   return ownerId;
 }
 
@@ -108,11 +108,11 @@ function readWriteHeaders(req: Request) {
   const chunked = /(^|,)\s*chunked\s*$/i.test(req.headers['transfer-encoding'] ?? '');
   let declaredLength: number | null = null;
   if (lengthHeader !== undefined) declaredLength = Number(lengthHeader);
-  else if (!chunked) throw new ServiceError(411, 'lengthRequired', 'send Content-Length (or a chunked body)');
+  else if (!chunked) throw ServiceError.of('lengthRequired');
   const contentType = req.headers['content-type'] ?? null;
   // Stored and sent to S3 verbatim: a value outside the grammar or ASCII failed S3's signature (500).
   if (contentType !== null && !isValidMediaType(contentType)) {
-    throw ServiceError.badRequest('invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
+    throw ServiceError.of('invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
   }
   return { range, declaredLength, contentType };
 }

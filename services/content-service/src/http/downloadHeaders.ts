@@ -18,7 +18,7 @@ export function setDownloadSafetyHeaders(res: Response): void {
  */
 export function legacyTotalMismatch(range: RangeRequest | null, total: number): ServiceError | null {
   if (range?.form !== 'legacy' || range.total === null || range.total === total) return null;
-  return new ServiceError(416, 'rangeTotalMismatch', `the range names a total of ${range.total} bytes; the content has ${total}`, {
+  return ServiceError.of('rangeTotalMismatch', `the range names a total of ${range.total} bytes; the content has ${total}`, {
     headers: { 'Content-Range': `bytes */${total}` },
   });
 }

@@ -1,8 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
-import { MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError } from 'mongodb';
 import { contentsErrorBody, ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { jsonErrorHandler } from '@cp/service-kit';
+import { jsonErrorHandler, unavailableDependency } from '@cp/service-kit';
 import { RangeSyntaxError } from '@cp/ranges';
 import { isS3Unavailable } from '../store/ObjectStore';
 import { BodyLengthMismatch } from '../uploads/ExactLengthStream';
@@ -24,13 +23,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 function toServiceError(error: unknown): ServiceError {
   if (error instanceof ServiceError) return error;
   // The router's own refusal of a path segment it cannot percent-decode (e.g. `%E0%A4%A`).
-  if (error instanceof URIError) return ServiceError.badRequest('invalidId', 'the path holds a malformed percent-encoding where a UUID belongs');
-  if (error instanceof RangeSyntaxError) return ServiceError.badRequest('invalidRange', error.message);
-  if (error instanceof BodyLengthMismatch) return ServiceError.badRequest('bodyLengthMismatch', error.message);
-  if (error instanceof ClientDisconnected) return ServiceError.badRequest('clientDisconnected', error.message);
-  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNotConnectedError) {
-    return ServiceError.unavailable('databaseUnavailable', 'the content database does not answer; retry later', error);
-  }
-  if (isS3Unavailable(error)) return ServiceError.unavailable('storageUnavailable', 'the object storage does not answer; retry later', error);
-  return new ServiceError(500, 'internalError', 'the request failed unexpectedly; quote the track-id when reporting it');
+  if (error instanceof URIError) return ServiceError.of('invalidId', 'the path holds a malformed percent-encoding where a UUID belongs');
+  if (error instanceof RangeSyntaxError) return ServiceError.of('invalidRange', error.message);
+  if (error instanceof BodyLengthMismatch) return ServiceError.of('bodyLengthMismatch', error.message);
+  if (error instanceof ClientDisconnected) return ServiceError.of('clientDisconnected', error.message);
+  // Redis (the sid cache) is not mapped: CachedSessionValidator asks the session-service instead.
+  const dependency = unavailableDependency(error, isS3Unavailable);
+  if (dependency === 'database') return ServiceError.of('databaseUnavailable', undefined, { cause: error });
+  if (dependency === 'storage') return ServiceError.of('storageUnavailable', undefined, { cause: error });
+  return ServiceError.of('internalError');
 }

@@ -60,7 +60,7 @@ export class LedgerCommits {
           for (let attempt = 1; ; attempt++) {
             outcomes = [];
             if (await this.apply(contentId, batch, outcomes)) return;
-            if (attempt === MAX_ATTEMPTS) throw ServiceError.unavailable('contentBusy', 'the content is busy with other requests; retry in a moment', undefined, 1);
+            if (attempt === MAX_ATTEMPTS) throw ServiceError.of('contentBusy');
           }
         });
       } catch (error) {

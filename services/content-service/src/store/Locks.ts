@@ -48,7 +48,7 @@ export class Locks {
     for (;;) {
       const token = await this.claims.acquire(name, new Date(), this.leaseMs);
       if (token !== null) return token;
-      if (Date.now() > deadline) throw ServiceError.unavailable('contentBusy', 'the content is busy with other requests; retry in a moment', undefined, 1);
+      if (Date.now() > deadline) throw ServiceError.of('contentBusy');
       await sleep(pause + Math.random() * pause);
       pause = Math.min(pause * 2, 20);
     }

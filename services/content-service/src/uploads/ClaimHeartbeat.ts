@@ -2,7 +2,7 @@ import { ServiceError } from '@cp/errors';
 
 /** The holder of a claim lost it (taken over, or it could not be renewed in time): it stops and changes nothing. */
 export function claimLost(what: string, cause?: unknown): ServiceError {
-  return ServiceError.unavailable('claimLost', `this request lost its claim on ${what} (taken over, or the database did not answer in time); send it again`, cause, 1);
+  return ServiceError.of('claimLost', `this request lost its claim on ${what} (taken over, or the database did not answer in time); send it again`, { cause });
 }
 
 /**

@@ -120,7 +120,7 @@ export class RangeWriter {
         const part = parts[0]!;
         if (part.writing?.by !== writer) {
           // The claim ran out and another request may have written this part meanwhile.
-          throw ServiceError.unavailable('partWriting', 'the part was written by another request meanwhile; send it again', undefined, 1);
+          throw ServiceError.of('partWriting', 'the part was written by another request meanwhile; send it again');
         }
         part.writing = null;
       }
@@ -131,7 +131,7 @@ export class RangeWriter {
         // A retry of a piece already assembled into (one of) its parts: fine when the bytes are
         // the same ones; other bytes cannot replace them there (nor only in a neighbour part).
         if (earlier.sha256 !== piece.sha256) {
-          throw ServiceError.conflict('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
+          throw ServiceError.of('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
         }
         // The retry may come after a completion that failed: it gets to claim the work again.
         return { ...(await claimWork(view, total, touched, now, leases, writer)), duplicate: true };

@@ -8,7 +8,7 @@ import { streamsEqual } from './streamsEqual';
 import type { UploadContext, WriteOutcome } from './UploadContext';
 import { completing, expired, totalConflict } from './WriteAdmission';
 
-const differs = () => ServiceError.conflict('contentAlreadyComplete', 'the content is complete and these bytes differ from the stored ones');
+const differs = () => ServiceError.of('contentAlreadyComplete');
 
 /**
  * Writes to a content that is (or became, while the bytes were sent) complete: a harmless retry
@@ -21,7 +21,7 @@ export class ReadyContentRewrites {
   async rewrite(body: Readable, record: ContentRecord, range: ContentRange): Promise<WriteOutcome> {
     const total = record.total!;
     if (range.total !== null && range.total !== total) throw totalConflict(total, range.total);
-    if (range.end >= total) throw ServiceError.badRequest('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
+    if (range.end >= total) throw ServiceError.of('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
     const stored = await this.ctx.objects.getRange(record.s3Key, range.start, range.end);
     if (!(await streamsEqual(exactBody(body, range.end - range.start + 1), stored.body))) throw differs();
     return { id: record._id, completedNow: false, completed: true };
@@ -39,7 +39,7 @@ export class ReadyContentRewrites {
       if (!now) throw expired(record._id);
       if (now.state !== 'ready') throw completing();
       // An aligned part went into the S3 upload that the completion closed: nothing to compare it with.
-      if (!piece.key) throw ServiceError.conflict('contentAlreadyComplete', 'the content was completed while these bytes were sent; send them again to have them compared');
+      if (!piece.key) throw ServiceError.of('contentAlreadyComplete', 'the content was completed while these bytes were sent; send them again to have them compared');
       const stored = await objects.getRange(now.s3Key, range.start, range.end);
       const sent = await objects.getRange(piece.key, 0, range.end - range.start);
       if (!(await streamsEqual(sent.body, stored.body))) throw differs();

@@ -68,7 +68,7 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
     if (admitted.kind === 'whole') return this.creation.storeWhole(request, admitted.total);
     if (admitted.kind === 'create') return this.creation.createWithRange(request, admitted.range);
     const record = await this.contents.find(request.ownerId, admitted.contentId);
-    if (!record) throw ServiceError.notFound('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
+    if (!record) throw ServiceError.of('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
     if (record.state === 'ready') return this.rewrites.rewrite(request.body, record, admitted.range);
     return this.ranges.write(record, admitted.range, request.body, false);
   }

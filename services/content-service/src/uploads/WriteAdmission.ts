@@ -28,23 +28,23 @@ export type Admission =
   | { kind: 'range'; contentId: string; range: ContentRange };
 
 const wholeTooLarge = () =>
-  new ServiceError(413, 'partTooLarge', `a single-request upload may carry at most ${PART_SIZE} bytes; send larger contents in parts with Content-Range`);
+  ServiceError.of('partTooLarge', `a single-request upload may carry at most ${PART_SIZE} bytes; send larger contents in parts with Content-Range`);
 
 /** Checks a write's headers against the size limits and each other (413, 400), before any body byte is read. */
 export function admitWrite(request: { contentId: string | null; range: ContentRange | null; declaredLength: number | null }): Admission {
   const { range, contentId, declaredLength } = request;
   if (range === null) {
-    if (contentId !== null) throw ServiceError.badRequest('missingContentRange', 'Content-Range is required on PUT');
+    if (contentId !== null) throw ServiceError.of('missingContentRange', 'Content-Range is required on PUT');
     if (declaredLength !== null && declaredLength > PART_SIZE) throw wholeTooLarge();
     return { kind: 'whole', total: declaredLength };
   }
   const { start, end, total } = range;
   const length = end - start + 1;
-  if (length > PART_SIZE) throw new ServiceError(413, 'partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one carries ${length}`);
-  if (total !== null && total > MAX_CONTENT_SIZE) throw new ServiceError(413, 'contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
-  if (end >= MAX_CONTENT_SIZE) throw new ServiceError(413, 'contentTooLarge', `byte ${end} lies past the content limit of ${MAX_CONTENT_SIZE} bytes`);
+  if (length > PART_SIZE) throw ServiceError.of('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one carries ${length}`);
+  if (total !== null && total > MAX_CONTENT_SIZE) throw ServiceError.of('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+  if (end >= MAX_CONTENT_SIZE) throw ServiceError.of('contentTooLarge', `byte ${end} lies past the content limit of ${MAX_CONTENT_SIZE} bytes`);
   if (declaredLength !== null && declaredLength !== length) {
-    throw ServiceError.badRequest('bodyLengthMismatch', `Content-Length ${declaredLength} differs from the ${length} bytes Content-Range names`);
+    throw ServiceError.of('bodyLengthMismatch', `Content-Length ${declaredLength} differs from the ${length} bytes Content-Range names`);
   }
   if (contentId === null) return start === 0 && total !== null && end === total - 1 ? { kind: 'whole', total } : { kind: 'create', range };
   return { kind: 'range', contentId, range };
@@ -61,12 +61,12 @@ export function settleTotal(record: Pick<ContentRecord, 'total'>, state: UploadS
   if (range.total !== null) {
     if (known !== null && known !== range.total) throw totalConflict(known, range.total);
     if (known === null && state.lastByte >= range.total) {
-      throw ServiceError.conflict('totalConflict', `the total ${range.total} is smaller than the ${state.lastByte + 1} bytes already received`);
+      throw ServiceError.of('totalConflict', `the total ${range.total} is smaller than the ${state.lastByte + 1} bytes already received`);
     }
   }
   const total = known ?? range.total;
   if (total !== null && range.end >= total) {
-    throw ServiceError.badRequest('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
+    throw ServiceError.of('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
   }
   return total;
 }
@@ -78,10 +78,10 @@ export function checkWritable(state: UploadState, parts: PartRanges[], wanted: B
   const received = parts.flatMap((p) => p.pieces);
   if (classifyRange(wanted, received) === 'overlap') throw overlapConflict(wanted, received);
   if (parts.some((p) => p.assembling && !isStale(p.assembling, leases.assemblyLeaseMs, now))) {
-    throw ServiceError.unavailable('partAssembling', 'the part these bytes belong to is being assembled right now; retry in a moment', undefined, 1);
+    throw ServiceError.of('partAssembling');
   }
   if (parts.some((p) => isBeingWritten(p, leases, now) && p.writing!.by !== writer)) {
-    throw ServiceError.unavailable('partWriting', 'the part these bytes belong to is being written by another request right now; retry in a moment', undefined, 1);
+    throw ServiceError.of('partWriting');
   }
 }
 
@@ -135,20 +135,20 @@ export function extendedExpiry(record: Pick<ContentRecord, 'createdAt' | 'expire
 }
 
 export function totalConflict(stored: number, given: number): ServiceError {
-  return ServiceError.conflict('totalConflict', `the content's total is ${stored}, not ${given}`);
+  return ServiceError.of('totalConflict', `the content's total is ${stored}, not ${given}`);
 }
 
 export function expired(id: string): ServiceError {
-  return ServiceError.notFound('contentNotFound', `there is no content ${id}: its upload expired`);
+  return ServiceError.of('contentNotFound', `there is no content ${id}: its upload expired`);
 }
 
 export function completing(): ServiceError {
-  return ServiceError.unavailable('contentCompleting', 'the content is being completed right now; retry in a moment', undefined, 1);
+  return ServiceError.of('contentCompleting');
 }
 
 function overlapConflict(wanted: ByteRange, received: readonly ByteRange[]): ServiceError {
   const clash = received.find((r) => !(r.b < wanted.a || r.a > wanted.b) && !(r.a === wanted.a && r.b === wanted.b));
-  return ServiceError.conflict(
+  return ServiceError.of(
     'rangeOverlap',
     `bytes ${wanted.a}-${wanted.b} partly overlap bytes ${clash ? `${clash.a}-${clash.b}` : ''} already received; resend exactly the same range or only missing bytes`,
   );

@@ -3,20 +3,21 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@cp/logging';
 import { upstreamFor } from './routes';
+import { EdgeRefusal } from './edgeChecks';
 import { gatewayErrorBody } from './upstreamErrorBody';
 
 /** Status and code for what Node's HTTP parser refuses, by its error code. */
-function describe(error: NodeJS.ErrnoException): [number, string, string] {
+function describe(error: NodeJS.ErrnoException): EdgeRefusal {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return [431, 'headersTooLarge', 'the request line and headers are too large'];
+      return new EdgeRefusal('headersTooLarge', 'the request line and headers are too large');
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return [413, 'chunkExtensionsTooLarge', 'the chunk extensions are too large'];
+      return new EdgeRefusal('chunkExtensionsTooLarge', 'the chunk extensions are too large');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
     case 'ERR_HTTP_HEADERS_TIMEOUT':
-      return [408, 'requestTimeout', 'the request did not arrive in time'];
+      return new EdgeRefusal('requestTimeout', 'the request did not arrive in time');
     default:
-      return [400, 'malformedRequest', `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`];
+      return new EdgeRefusal('malformedRequest', `the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`);
   }
 }
 
@@ -59,7 +60,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     const pending = [...(unfinished.get(socket) ?? [])].filter((r) => !r.writableFinished);
     const last = pending.at(-1);
     const req = last?.req;
-    const [status, code, message] = describe(error);
+    const { status, code, message } = describe(error);
     const path = pathOf(error, req);
     const upstream = upstreamFor(path.split('?')[0] ?? '/');
     const trackId = req?.id ?? randomUUID();
@@ -137,12 +138,12 @@ export function answerIdleTimeout(socket: Socket): void {
     return;
   }
   const upstream = upstreamFor((res.req.url ?? '/').split('?')[0] ?? '/');
-  const code = 'requestTimeout';
-  res.statusCode = 408;
+  const refusal = new EdgeRefusal('requestTimeout', 'the request went silent for too long; send it again');
+  res.statusCode = refusal.status;
   res.setHeader('Connection', 'close');
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${code}`);
-  res.end(JSON.stringify(gatewayErrorBody(upstream, 408, code, 'the request went silent for too long; send it again', res.req.id)), () => abort(res.req, socket));
+  if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${refusal.code}`);
+  res.end(JSON.stringify(gatewayErrorBody(upstream, refusal.status, refusal.code, refusal.message, res.req.id)), () => abort(res.req, socket));
   setTimeout(() => abort(res.req, socket), 1000).unref();
 }
 

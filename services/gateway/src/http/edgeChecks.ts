@@ -1,4 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
+import { ERROR_CATALOGUE, type ErrorCode } from '@cp/errors';
 import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { upstreamFor, type Upstream } from './routes';
 import { gatewayErrorBody } from './upstreamErrorBody';
@@ -19,12 +20,16 @@ const CREDENTIAL_PARAMETERS = ['api-key', 'apikey', 'auth.sid', 'sid', 'refresh-
 const CONTENT_RANGE = /^bytes[ =]([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
 const NON_ASCII_OR_CONTROL = /[^\x20-\x7E\t]/;
 
+/** An answer the gateway gives itself, by a catalogued code (whose status it takes), with a specific message. */
 export class EdgeRefusal {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly message: string,
-  ) {}
+    readonly code: ErrorCode,
+    readonly message: string = ERROR_CATALOGUE[code].message,
+  ) {
+    this.status = ERROR_CATALOGUE[code].status;
+  }
 }
 
 /**
@@ -34,21 +39,21 @@ export class EdgeRefusal {
  */
 export function refusalOf(req: Request): EdgeRefusal | null {
   const hosts = req.rawHeaders.filter((_, i) => i % 2 === 0 && req.rawHeaders[i]!.toLowerCase() === 'host').length;
-  if (hosts === 0 && req.httpVersion === '1.1') return new EdgeRefusal(400, 'missingHost', 'an HTTP/1.1 request needs one Host header');
-  if (hosts > 1) return new EdgeRefusal(400, 'duplicateHost', 'a request may carry only one Host header');
+  if (hosts === 0 && req.httpVersion === '1.1') return new EdgeRefusal('missingHost', 'an HTTP/1.1 request needs one Host header');
+  if (hosts > 1) return new EdgeRefusal('duplicateHost', 'a request may carry only one Host header');
 
   const target = req.url;
   const query = target.indexOf('?');
   const path = query < 0 ? target : target.slice(0, query);
-  if (!path.startsWith('/') || !isCleanPath(path)) return new EdgeRefusal(400, 'invalidPath', 'the path must be an absolute path without "//", "\\", dot segments or encoded slashes');
-  if (NON_ASCII_OR_CONTROL.test(target)) return new EdgeRefusal(400, 'invalidPath', 'the request target holds bytes outside visible ASCII');
+  if (!path.startsWith('/') || !isCleanPath(path)) return new EdgeRefusal('invalidPath', 'the path must be an absolute path without "//", "\\", dot segments or encoded slashes');
+  if (NON_ASCII_OR_CONTROL.test(target)) return new EdgeRefusal('invalidPath', 'the request target holds bytes outside visible ASCII');
 
   const expect = req.headers.expect;
-  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') return new EdgeRefusal(417, 'expectationFailed', 'only "Expect: 100-continue" is supported');
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') return new EdgeRefusal('expectationFailed', 'only "Expect: 100-continue" is supported');
 
   const contentType = req.headers['content-type'];
   if (contentType !== undefined && !isValidMediaType(contentType)) {
-    return new EdgeRefusal(400, 'invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
+    return new EdgeRefusal('invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
   }
 
   const credentials = credentialRefusal(req);
@@ -66,8 +71,8 @@ function isCleanPath(path: string): boolean {
 }
 
 function credentialRefusal(req: Request): EdgeRefusal | null {
-  const tooLong = (name: string) => new EdgeRefusal(400, 'credentialTooLong', `${name} is longer than any valid credential`);
-  const notAscii = (name: string) => new EdgeRefusal(400, 'invalidCredential', `${name} holds bytes outside visible ASCII`);
+  const tooLong = (name: string) => new EdgeRefusal('credentialTooLong', `${name} is longer than any valid credential`);
+  const notAscii = (name: string) => new EdgeRefusal('invalidCredential', `${name} holds bytes outside visible ASCII`);
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
     if (authorization.length > MAX_AUTHORIZATION_LENGTH) return tooLong('Authorization');
@@ -103,26 +108,26 @@ function contentRefusal(req: Request): EdgeRefusal | null {
   for (const name of ['content-range', 'range'] as const) {
     const value = req.headers[name];
     if (value !== undefined && (value.length > 100 || NON_ASCII_OR_CONTROL.test(value))) {
-      return new EdgeRefusal(400, 'invalidRange', `${name === 'range' ? 'Range' : 'Content-Range'} is not a byte range`);
+      return new EdgeRefusal('invalidRange', `${name === 'range' ? 'Range' : 'Content-Range'} is not a byte range`);
     }
   }
   if (req.method !== 'POST' && req.method !== 'PUT') return null;
   const lengthHeader = req.headers['content-length'];
   const length = lengthHeader === undefined ? null : Number(lengthHeader);
-  if (length === null && req.headers['transfer-encoding'] === undefined) return new EdgeRefusal(411, 'lengthRequired', 'send Content-Length (or a chunked body)');
-  if (length !== null && length > PART_SIZE) return new EdgeRefusal(413, 'partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
+  if (length === null && req.headers['transfer-encoding'] === undefined) return new EdgeRefusal('lengthRequired', 'send Content-Length (or a chunked body)');
+  if (length !== null && length > PART_SIZE) return new EdgeRefusal('partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
   const header = req.headers['content-range'];
   if (header === undefined) return null;
   const m = CONTENT_RANGE.exec(header.trim());
-  if (!m) return new EdgeRefusal(400, 'invalidRange', `Content-Range ${JSON.stringify(header)} is not "bytes a-b/total" or "bytes a-b/*"`);
+  if (!m) return new EdgeRefusal('invalidRange', `Content-Range ${JSON.stringify(header)} is not "bytes a-b/total" or "bytes a-b/*"`);
   const start = Number(m[1]);
   const end = Number(m[2]);
   const total = m[3] === '*' ? null : Number(m[3]);
-  if (start > end) return new EdgeRefusal(400, 'invalidRange', `Content-Range start ${start} is after its end ${end}`);
-  if (total !== null && end >= total) return new EdgeRefusal(400, 'invalidRange', `Content-Range end ${end} is not below the total ${total}`);
-  if (end - start + 1 > PART_SIZE) return new EdgeRefusal(413, 'partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`);
-  if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE) return new EdgeRefusal(413, 'contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
-  if (length !== null && length !== end - start + 1) return new EdgeRefusal(400, 'bodyLengthMismatch', `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`);
+  if (start > end) return new EdgeRefusal('invalidRange', `Content-Range start ${start} is after its end ${end}`);
+  if (total !== null && end >= total) return new EdgeRefusal('invalidRange', `Content-Range end ${end} is not below the total ${total}`);
+  if (end - start + 1 > PART_SIZE) return new EdgeRefusal('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`);
+  if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE) return new EdgeRefusal('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+  if (length !== null && length !== end - start + 1) return new EdgeRefusal('bodyLengthMismatch', `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`);
   return null;
 }
 

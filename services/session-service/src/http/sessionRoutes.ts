@@ -10,13 +10,13 @@ export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): 
   const router = Router();
   router.use(async (req, res, next) => {
     if (!REFRESH_PATH.test(req.path)) return next();
-    if (req.method !== 'POST') throw new ServiceError(405, 'MethodNotAllowed', 'use POST');
+    if (req.method !== 'POST') throw ServiceError.of('MethodNotAllowed');
     const sid = firstOf(req, ['auth.sid', 'sid']) ?? sidFromHeaders(req);
     const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']) ?? header(req, 'x-refresh-token');
     const apiKey = firstOf(req, ['api-key', 'apiKey']) ?? header(req, 'x-kontur-apikey');
     const missing = [!sid && 'auth.sid', !refreshToken && 'refresh-token', !apiKey && 'api-key'].filter(Boolean);
-    if (missing.length) throw ServiceError.badRequest('MissingParameters', `missing: ${missing.join(', ')}`);
-    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.forbidden('InvalidApiKey', 'the api key is not valid');
+    if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
+    if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.of('InvalidApiKey');
     const pair = await sessions.refresh(sid!, refreshToken!);
     res.status(200).json(pair);
   });
@@ -30,18 +30,18 @@ export function internalRoutes(sessions: SessionService): Router {
   router.post('/sessions', async (req, res) => {
     const { userId, owners, thumbprint } = (req.body ?? {}) as { userId?: unknown; owners?: unknown; thumbprint?: unknown };
     if (typeof userId !== 'string' || !userId || !Array.isArray(owners) || !owners.every((o) => typeof o === 'string')) {
-      throw ServiceError.badRequest('MissingParameters', 'send {"userId": "...", "owners": ["..."], "thumbprint": "<sha-1 hex>"}');
+      throw ServiceError.of('MissingParameters', 'send {"userId": "...", "owners": ["..."], "thumbprint": "<sha-1 hex>"}');
     }
     if (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint))) {
-      throw ServiceError.badRequest('MissingParameters', 'thumbprint must be the SHA-1 of the certificate, hex');
+      throw ServiceError.of('MissingParameters', 'thumbprint must be the SHA-1 of the certificate, hex');
     }
     res.status(201).json(await sessions.create(userId, owners.map((o: string) => o.toLowerCase()), thumbprint));
   });
   router.post('/sessions/validate', async (req, res) => {
     const { sid } = (req.body ?? {}) as { sid?: unknown };
-    if (typeof sid !== 'string') throw ServiceError.badRequest('MissingParameters', 'send {"sid": "..."}');
+    if (typeof sid !== 'string') throw ServiceError.of('MissingParameters', 'send {"sid": "..."}');
     const session = await sessions.validate(sid);
-    if (!session) throw ServiceError.notFound('SessionNotFound', 'the session is unknown, expired or revoked');
+    if (!session) throw ServiceError.of('SessionNotFound');
     res.status(200).json(session);
   });
   return router;

@@ -116,23 +116,23 @@ export class SessionService {
     const now = this.clock.now();
     const refreshHash = tokenHash(refreshToken);
     const sidHash = tokenHash(sid);
-    if (!refreshHash) throw refused('InvalidRefreshToken', 'the refresh token is unknown');
+    if (!refreshHash) throw ServiceError.of('InvalidRefreshToken');
     const [pair, rotation] = await Promise.all([this.repo.findPairByRefresh(refreshHash), this.repo.findRotation(refreshHash)]);
     if (rotation) return this.replay(rotation, refreshToken, sidHash);
-    if (!pair) throw refused('InvalidRefreshToken', 'the refresh token is unknown');
-    if (!sidHash || !sameHash(sidHash, pair._id)) throw refused('SidMismatch', 'the auth.sid does not belong to this refresh token');
+    if (!pair) throw ServiceError.of('InvalidRefreshToken');
+    if (!sidHash || !sameHash(sidHash, pair._id)) throw ServiceError.of('SidMismatch');
     const family = await this.repo.findFamily(pair.familyId);
-    if (!family || family.revokedAt) throw refused('SessionRevoked', 'the session was revoked; sign in again');
+    if (!family || family.revokedAt) throw ServiceError.of('SessionRevoked');
     const endsAt = this.endOf(family);
-    if (endsAt.getTime() <= now.getTime()) throw refused('SessionTooOld', 'the session has reached its maximum lifetime; sign in again');
-    if (pair.refreshExpiresAt.getTime() <= now.getTime()) throw refused('RefreshTokenExpired', 'the refresh token has expired; sign in again');
+    if (endsAt.getTime() <= now.getTime()) throw ServiceError.of('SessionTooOld');
+    if (pair.refreshExpiresAt.getTime() <= now.getTime()) throw ServiceError.of('RefreshTokenExpired');
 
     const registration = await this.registrations.check(family.userId, family.thumbprint);
     if (!registration.registered) {
       await this.revokeFamily(family._id, now);
       throw registration.reason === 'UserRemoved'
-        ? refused('UserRemoved', 'the user is no longer registered; the session is revoked')
-        : refused('CertificateRemoved', 'the certificate signed in with is no longer registered; the session is revoked');
+        ? ServiceError.of('UserRemoved')
+        : ServiceError.of('CertificateRemoved');
     }
 
     await this.cache.bypass(pair._id).catch(redisDown);
@@ -164,10 +164,10 @@ export class SessionService {
     // The successor already rotated: whoever retries the old token now is not the one who got it.
     if (!issued || (await this.repo.findRotation(rotation.next!.refreshHash))) {
       await this.revokeFamily(rotation.familyId, now);
-      throw refused('RefreshTokenReused', 'the refresh token was used already; the session is revoked');
+      throw ServiceError.of('RefreshTokenReused');
     }
     const family = await this.repo.findFamily(rotation.familyId);
-    if (!family || family.revokedAt) throw refused('SessionRevoked', 'the session was revoked; sign in again');
+    if (!family || family.revokedAt) throw ServiceError.of('SessionRevoked');
     return this.finish(rotation, issued);
   }
 
@@ -183,7 +183,7 @@ export class SessionService {
     const after = await this.repo.findFamily(rotation.familyId);
     if (!after || after.revokedAt) {
       await this.revokeFamily(rotation.familyId, this.clock.now());
-      throw refused('SessionRevoked', 'the session was revoked; sign in again');
+      throw ServiceError.of('SessionRevoked');
     }
     return issued;
   }
@@ -194,7 +194,7 @@ export class SessionService {
     for (;;) {
       const rotation = await this.repo.findRotation(refreshHash);
       if (rotation) return rotation;
-      if (performance.now() >= deadline) throw ServiceError.unavailable('ServiceUnavailable', 'another refresh with this token is under way; retry', undefined, 1);
+      if (performance.now() >= deadline) throw ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 });
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -239,10 +239,6 @@ export class SessionService {
   }
 }
 
-function refused(code: string, message: string): ServiceError {
-  return ServiceError.forbidden(code, message);
-}
-
 function redisDown(error: unknown): never {
-  throw ServiceError.unavailable('ServiceUnavailable', 'the session cache does not answer; retry later', error);
+  throw ServiceError.of('ServiceUnavailable', 'the session cache does not answer; retry later', { cause: error });
 }

@@ -38,10 +38,10 @@ export class HttpApiKeyVerifier implements ApiKeyChecker {
         signal: AbortSignal.timeout(5_000),
       });
     } catch (error) {
-      throw ServiceError.unavailable('ServiceUnavailable', 'api keys cannot be checked now; retry later', error);
+      throw ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later', { cause: error });
     }
     if (res.status === 404 || res.status === 413) return false;
-    if (!res.ok) throw ServiceError.unavailable('ServiceUnavailable', 'api keys cannot be checked now; retry later');
+    if (!res.ok) throw ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later');
     if (this.known.size > 10_000) this.known.clear();
     this.known.set(id, Date.now() + this.rememberMs);
     return true;

@@ -44,5 +44,5 @@ export class HttpRegistrationChecker implements RegistrationChecker {
 }
 
 function unavailable(cause?: unknown): ServiceError {
-  return ServiceError.unavailable('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later', cause);
+  return ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later', { cause });
 }
