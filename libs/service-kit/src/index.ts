@@ -7,3 +7,4 @@ export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } fr
 export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';
 export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';
+export { startService, type BaseServiceConfig, type BuiltService, type ServiceContext, type StartServiceOptions } from './startService';
