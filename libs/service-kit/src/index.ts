@@ -8,3 +8,4 @@ export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';
 export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';
 export { startService, type BaseServiceConfig, type BuiltService, type ServiceContext, type StartServiceOptions } from './startService';
+export { connectMongo, type MongoConnection } from './connectMongo';

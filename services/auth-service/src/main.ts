@@ -1,5 +1,4 @@
-import { MongoClient } from 'mongodb';
-import { ServiceMetrics, startService } from '@cp/service-kit';
+import { connectMongo, ServiceMetrics, startService } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
 import { buildApp, internalCallers } from './app';
@@ -17,9 +16,8 @@ startService({
   name: 'auth-service',
   loadConfig,
   build: async ({ config, logger, isDraining }) => {
-    const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 30 });
-    await mongo.connect();
-    const db = mongo.db(config.MONGODB_DATABASE);
+    const mongo = await connectMongo(config, 30);
+    const db = mongo.db;
     const users = new UserRegistry(db);
     await users.ensureIndexes();
     const redis = connectRedis(config.REDIS_URL, logger);
@@ -46,13 +44,13 @@ startService({
       publicBaseUrl: config.PUBLIC_BASE_URL,
       isDraining,
       readiness: [
-        { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) },
+        mongo.readiness,
         { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) },
       ],
     });
     const onShutdown = async () => {
       await closeRedis(redis);
-      await mongo.close();
+      await mongo.client.close();
     };
     return { app, onShutdown };
   },

@@ -1,11 +1,10 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
-import { MongoClient } from 'mongodb';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { closeRedis, connectRedis } from '@cp/redis';
-import { ServiceMetrics, startService } from '@cp/service-kit';
+import { connectMongo, ServiceMetrics, startService } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
 import { loadConfig } from './config';
@@ -42,9 +41,8 @@ startService({
       },
       maxAttempts: 2,
     });
-    const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
-    await mongo.connect();
-    const db = mongo.db(config.MONGODB_DATABASE);
+    const mongo = await connectMongo(config, 50);
+    const db = mongo.db;
 
     const contents = new ContentRepository(db);
     const ledger = new UploadLedger(db);
@@ -102,13 +100,13 @@ startService({
       sessions,
       isDraining,
       readiness: [
-        { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) },
+        mongo.readiness,
         { name: 's3', check: () => objects.ping() },
       ],
     });
     const onShutdown = async () => {
       await sweeper.stop();
-      await mongo.close();
+      await mongo.client.close();
       if (redis) await closeRedis(redis);
       s3.destroy();
     };

@@ -1,5 +1,4 @@
-import { MongoClient } from 'mongodb';
-import { ServiceMetrics, startService } from '@cp/service-kit';
+import { connectMongo, ServiceMetrics, startService } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { closeRedis, connectRedis } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
@@ -16,10 +15,8 @@ startService({
   name: 'session-service',
   loadConfig,
   build: async ({ config, logger, isDraining }) => {
-    const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
-    await mongo.connect();
-    const db = mongo.db(config.MONGODB_DATABASE);
-    const repo = new SessionRepository(db);
+    const mongo = await connectMongo(config, 50);
+    const repo = new SessionRepository(mongo.db);
     await repo.ensureIndexes();
     const redis = connectRedis(config.REDIS_URL, logger);
     const sessions = new SessionService(
@@ -51,12 +48,12 @@ startService({
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
       isDraining,
       // Redis is left out on purpose: without it sids are still validated from MongoDB.
-      readiness: [{ name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) }],
+      readiness: [mongo.readiness],
     });
     const onShutdown = async () => {
       await sweeper.stop();
       await closeRedis(redis);
-      await mongo.close();
+      await mongo.client.close();
     };
     return { app, onShutdown };
   },
