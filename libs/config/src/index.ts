@@ -76,6 +76,21 @@ export function serviceSettings(defaults: { port: number; shutdownGraceMs: numbe
   };
 }
 
+type CalledServiceSettings<P extends string, T> = Record<`${P}_URL` | `${P}_INTERNAL_SECRET`, T>;
+
+/**
+ * Another service this one calls on its /internal/* routes: `<P>_URL` and `<P>_INTERNAL_SECRET`,
+ * the secret sent as `x-internal-secret` (the called service's `INTERNAL_SECRET_<this service>`).
+ */
+export function calledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodString> {
+  return { [`${prefix}_URL`]: env.url(), [`${prefix}_INTERNAL_SECRET`]: env.secret() } as CalledServiceSettings<P, z.ZodString>;
+}
+
+/** `calledService` for a service that may run without that one (both variables optional). */
+export function optionalCalledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodOptional<z.ZodString>> {
+  return { [`${prefix}_URL`]: env.url().optional(), [`${prefix}_INTERNAL_SECRET`]: env.secret().optional() } as CalledServiceSettings<P, z.ZodOptional<z.ZodString>>;
+}
+
 /** The service's MongoDB and its own database there. */
 export function mongoSettings(defaultDatabase: string) {
   return {

@@ -1,4 +1,4 @@
-import { env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
+import { calledService, env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
 
 /** Every setting of the auth-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
@@ -9,9 +9,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // The auth-service's own database: users, certificates, trusted roots, api keys.
       ...mongoSettings('auth'),
       REDIS_URL: env.redisUrl(),
-      SESSION_SERVICE_URL: env.url(),
-      /** Sent to the session-service's /internal/sessions (its INTERNAL_SECRET_AUTH_SERVICE). */
-      SESSION_SERVICE_INTERNAL_SECRET: env.secret(),
+      // Sessions are created at the session-service's /internal/sessions (the secret: its INTERNAL_SECRET_AUTH_SERVICE).
+      ...calledService('SESSION_SERVICE'),
       /** The session-service's secret here: it may check api keys and registrations (/internal/api-keys, /internal/registrations). */
       INTERNAL_SECRET_SESSION_SERVICE: env.secret(),
       /** Base of Link.Href (what clients reach through the gateway); derived from the request when unset. */

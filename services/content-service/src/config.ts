@@ -1,4 +1,4 @@
-import { ConfigError, env, mongoSettings, parseEnv, refuseRemoved, serviceSettings, z } from '@cp/config';
+import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, refuseRemoved, serviceSettings, z } from '@cp/config';
 
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
@@ -20,11 +20,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_JWKS_FILE: z.string().min(1).optional(),
       JWT_ALGORITHMS: env.list().default('RS256,ES256,EdDSA'),
       JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
-      SESSION_SERVICE_URL: env.url().optional(),
+      // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
+      ...optionalCalledService('SESSION_SERVICE'),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
       REDIS_URL: env.redisUrl().optional(),
-      /** Sent to the session-service's /internal/sessions/validate (its INTERNAL_SECRET_CONTENT_SERVICE). */
-      SESSION_SERVICE_INTERNAL_SECRET: env.secret().optional(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       COMPLETION_LEASE_SECONDS: env.int(120, 5),
       ASSEMBLY_LEASE_SECONDS: env.int(600, 5),

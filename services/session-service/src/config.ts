@@ -1,4 +1,4 @@
-import { ConfigError, env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
+import { calledService, ConfigError, env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
 
 const DAY = 24 * 3600;
 
@@ -14,10 +14,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),
       /** The content-service's secret here: it may only validate sids (/internal/sessions/validate). */
       INTERNAL_SECRET_CONTENT_SERVICE: env.secret(),
-      /** Where api keys presented to /sessions/v5.x/sessions/refresh are checked. */
-      AUTH_SERVICE_URL: env.url(),
-      /** Sent to the auth-service's /internal/* (its INTERNAL_SECRET_SESSION_SERVICE). */
-      AUTH_SERVICE_INTERNAL_SECRET: env.secret(),
+      // Where api keys and registrations are checked at refresh (the secret: the auth-service's INTERNAL_SECRET_SESSION_SERVICE).
+      ...calledService('AUTH_SERVICE'),
       SID_TTL_SECONDS: env.int(30 * DAY, 1),
       REFRESH_TTL_SECONDS: env.int(45 * DAY, 1),
       /** No refresh past this long after the sign-in (and no sid or refresh token outlives it). */
