@@ -8,7 +8,7 @@ import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
 import { ApiKeyStore } from './store/ApiKeyStore';
 import { RndStore } from './store/RndStore';
-import { HttpSessionClient } from './store/SessionClient';
+import { HttpSessionClient } from './clients/SessionClient';
 import { TrustStore } from './store/TrustStore';
 import { UserRegistry } from './store/UserRegistry';
 

@@ -16,7 +16,7 @@ import type { Clock } from '../src/challenges/Clock';
 import { ApiKeyStore } from '../src/store/ApiKeyStore';
 import { connectRedis, type Redis } from '@cp/redis';
 import { RndStore } from '../src/store/RndStore';
-import { HttpSessionClient } from '../src/store/SessionClient';
+import { HttpSessionClient } from '../src/clients/SessionClient';
 import { TrustStore } from '../src/store/TrustStore';
 import { UserRegistry } from '../src/store/UserRegistry';
 

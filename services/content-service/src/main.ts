@@ -10,7 +10,7 @@ import { buildApp } from './app';
 import { loadConfig } from './config';
 import { DownloadService } from './downloads/DownloadService';
 import { CachedSessionValidator } from './http/CachedSessionValidator';
-import { HttpSessionValidator } from './http/HttpSessionValidator';
+import { HttpSessionValidator } from './clients/HttpSessionValidator';
 import { ContentRepository } from './store/ContentRepository';
 import { Claims } from './store/Claims';
 import { Locks } from './store/Locks';

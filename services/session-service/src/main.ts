@@ -7,8 +7,8 @@ import { loadConfig } from './config';
 import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
-import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
-import { HttpRegistrationChecker } from './store/RegistrationChecker';
+import { HttpApiKeyVerifier } from './clients/ApiKeyVerifier';
+import { HttpRegistrationChecker } from './clients/RegistrationChecker';
 import { SessionRepository } from './store/SessionRepository';
 
 startService({

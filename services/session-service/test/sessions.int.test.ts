@@ -9,7 +9,7 @@ import type { Clock } from '../src/sessions/Clock';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { connectRedis, type Redis } from '@cp/redis';
-import type { RegistrationChecker } from '../src/store/RegistrationChecker';
+import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
 import { SessionRepository } from '../src/store/SessionRepository';
 
 const DAY = 24 * 3600 * 1000;

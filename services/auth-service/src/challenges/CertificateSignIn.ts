@@ -5,7 +5,7 @@ import { MIN_RSA_BITS } from '../certificates/CertificatePolicy';
 import { CertUnreadable, parseCertificates, TooManyCertificates } from '../certificates/CertificateText';
 import type { ChainValidator } from '../certificates/ChainValidator';
 import type { RndStore } from '../store/RndStore';
-import type { SessionCreator, SessionPair } from '../store/SessionClient';
+import type { SessionCreator, SessionPair } from '../clients/SessionClient';
 import type { UserRegistry } from '../store/UserRegistry';
 import type { Clock } from './Clock';
 import { envelopeFor, UnsupportedKey } from './EnvelopedRnd';

@@ -9,7 +9,7 @@ import { connectRedis } from '@cp/redis';
 import { systemClock } from '../sessions/Clock';
 import { SessionService } from '../sessions/SessionService';
 import { SessionCache } from '@cp/session-cache';
-import type { RegistrationChecker } from '../store/RegistrationChecker';
+import type { RegistrationChecker } from '../clients/RegistrationChecker';
 import { SessionRepository } from '../store/SessionRepository';
 
 const USAGE = `usage:

@@ -4,7 +4,7 @@ import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { RedisUnavailable } from '@cp/redis';
 import { cachedAnswer, newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
-import type { RegistrationChecker } from '../store/RegistrationChecker';
+import type { RegistrationChecker } from '../clients/RegistrationChecker';
 import type { FamilyDoc, NextPair, RotationDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from './Clock';
 import { openPair, sealPair } from './SealedPair';
