@@ -10,3 +10,4 @@ export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';
 export { startService, type BaseServiceConfig, type BuiltService, type ServiceContext, type StartServiceOptions } from './startService';
 export { connectMongo, type MongoConnection } from './connectMongo';
 export { InternalClient, type InternalAnswer, type InternalClientOptions } from './InternalClient';
+export { systemClock, type Clock } from './Clock';

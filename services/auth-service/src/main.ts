@@ -1,10 +1,9 @@
-import { connectMongo, ServiceMetrics, startService } from '@cp/service-kit';
+import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
 import { buildApp, internalCallers } from './app';
 import { ChainValidator } from './certificates/ChainValidator';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
-import { systemClock } from './challenges/Clock';
 import { loadConfig } from './config';
 import { ApiKeyStore } from './store/ApiKeyStore';
 import { RndStore } from './store/RndStore';

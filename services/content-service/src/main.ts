@@ -4,7 +4,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { closeRedis, connectRedis } from '@cp/redis';
-import { connectMongo, ServiceMetrics, startService } from '@cp/service-kit';
+import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
 import { loadConfig } from './config';
@@ -88,7 +88,7 @@ startService({
     const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
     // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
     const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : null;
-    const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, Date.now, metrics.registry) : sessionService;
+    const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : sessionService;
     if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 
     const app = buildApp({

@@ -1,10 +1,9 @@
-import { connectMongo, ServiceMetrics, startService } from '@cp/service-kit';
+import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { closeRedis, connectRedis } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
-import { systemClock } from './sessions/Clock';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './clients/ApiKeyVerifier';

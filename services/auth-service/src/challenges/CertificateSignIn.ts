@@ -7,7 +7,7 @@ import type { ChainValidator } from '../certificates/ChainValidator';
 import type { RndStore } from '../store/RndStore';
 import type { SessionCreator, SessionPair } from '../clients/SessionClient';
 import type { UserRegistry } from '../store/UserRegistry';
-import type { Clock } from './Clock';
+import type { Clock } from '@cp/service-kit';
 import { envelopeFor, UnsupportedKey } from './EnvelopedRnd';
 
 export interface Challenge {
@@ -39,7 +39,7 @@ export class CertificateSignIn {
       throw error;
     }
     const [leaf, ...rest] = certs;
-    const now = this.deps.clock.now();
+    const now = this.deps.clock();
     // The registry first: an unregistered certificate costs no cryptography at all.
     const registered = await this.deps.users.certificate(leaf!.thumbprint);
     if (!registered) throw ServiceError.forbidden('UnknownCertificate', 'the certificate is not registered');
@@ -69,7 +69,7 @@ export class CertificateSignIn {
   async approve(thumbprint: string, candidate: Buffer): Promise<SessionPair> {
     const registered = /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? await this.deps.users.certificate(thumbprint) : null;
     if (!registered) throw ServiceError.forbidden('UnknownCertificate', 'the certificate is not registered');
-    const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock.now());
+    const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock());
     if (outcome === 'missing') throw ServiceError.forbidden('RndBytesNotFound', 'no rnd is waiting for this certificate (none issued, used, or expired)');
     if (outcome === 'wrong') throw ServiceError.forbidden('WrongKey', 'the rnd does not match');
     const user = await this.deps.users.user(registered.userId);
