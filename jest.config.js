@@ -1,5 +1,6 @@
-// Two projects: `unit` needs no servers; `system` (integration + end-to-end) runs against real
-// MinIO, FerretDB/MongoDB and Redis started by test/global-setup.js.
+// Two projects: `unit` needs no servers; `system` (integration + end-to-end) runs against the real
+// backing servers (versitygw for S3, FerretDB/MongoDB, Redis) that scripts/test.sh starts, with one
+// stack of the services started by test-e2e/support/globalSetup.js.
 const path = require('node:path');
 
 const shared = {

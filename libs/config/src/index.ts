@@ -59,7 +59,45 @@ export const env = {
       .default('')
       .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  mongoUrl: () => z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+  redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
 };
+
+/**
+ * What every service reads: where it listens, how much it logs, and how long in-flight requests
+ * may run after SIGTERM.
+ */
+export function serviceSettings(defaults: { port: number; shutdownGraceMs: number }) {
+  return {
+    PORT: env.port(defaults.port),
+    HOST: z.string().default('0.0.0.0'),
+    LOG_LEVEL: env.logLevel(),
+    SHUTDOWN_GRACE_MS: env.int(defaults.shutdownGraceMs, 0),
+  };
+}
+
+type CalledServiceSettings<P extends string, T> = Record<`${P}_URL` | `${P}_INTERNAL_SECRET`, T>;
+
+/**
+ * Another service this one calls on its /internal/* routes: `<P>_URL` and `<P>_INTERNAL_SECRET`,
+ * the secret sent as `x-internal-secret` (the called service's `INTERNAL_SECRET_<this service>`).
+ */
+export function calledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodString> {
+  return { [`${prefix}_URL`]: env.url(), [`${prefix}_INTERNAL_SECRET`]: env.secret() } as CalledServiceSettings<P, z.ZodString>;
+}
+
+/** `calledService` for a service that may run without that one (both variables optional). */
+export function optionalCalledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodOptional<z.ZodString>> {
+  return { [`${prefix}_URL`]: env.url().optional(), [`${prefix}_INTERNAL_SECRET`]: env.secret().optional() } as CalledServiceSettings<P, z.ZodOptional<z.ZodString>>;
+}
+
+/** The service's MongoDB and its own database there. */
+export function mongoSettings(defaultDatabase: string) {
+  return {
+    MONGODB_URL: env.mongoUrl(),
+    MONGODB_DATABASE: z.string().min(1).default(defaultDatabase),
+  };
+}
 
 /** The rate-limit variables, for a service's config schema. A limit with 0 points is off. */
 export function rateLimitSettings() {

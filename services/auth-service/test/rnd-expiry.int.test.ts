@@ -12,19 +12,17 @@ import { buildApp, internalCallers } from '../src/app';
 import { parseDer } from '../src/certificates/CertificateText';
 import { ChainValidator } from '../src/certificates/ChainValidator';
 import { CertificateSignIn } from '../src/challenges/CertificateSignIn';
-import type { Clock } from '../src/challenges/Clock';
+import type { Clock } from '@cp/service-kit';
 import { ApiKeyStore } from '../src/store/ApiKeyStore';
 import { connectRedis, type Redis } from '@cp/redis';
 import { RndStore } from '../src/store/RndStore';
-import { HttpSessionClient } from '../src/store/SessionClient';
+import { HttpSessionClient } from '../src/clients/SessionClient';
 import { TrustStore } from '../src/store/TrustStore';
 import { UserRegistry } from '../src/store/UserRegistry';
 
-class MovableClock implements Clock {
+class MovableClock {
   private offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
+  readonly now: Clock = () => new Date(Date.now() + this.offsetMs);
   advance(ms: number): void {
     this.offsetMs += ms;
   }
@@ -66,7 +64,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     apiKey = await apiKeys.create('clock test', clock.now());
 
     const signIn = new CertificateSignIn(
-      { users, chains: new ChainValidator(trust), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecrets.authToSession), clock, logger },
+      { users, chains: new ChainValidator(trust), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecrets.authToSession), clock: clock.now, logger },
       { rndTtlSeconds: 600 },
     );
     const app = buildApp({ logger, metrics: new ServiceMetrics('auth-test'), signIn, apiKeys, users, internalCallers: internalCallers({ sessionService: stack.internalSecrets.sessionToAuth }), rateLimiter: null, readiness: [], isDraining: () => false });
@@ -118,7 +116,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     const db = mongo.db(`${stack.prefix}-auth-nosession-${randomUUID().slice(0, 8)}`);
     // Same registry and Redis, but a session-service address where nothing listens.
     const signIn = new CertificateSignIn(
-      { users: new UserRegistry(mongo.db(dbName)), chains: new ChainValidator(new TrustStore(db)), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecrets.authToSession), clock, logger },
+      { users: new UserRegistry(mongo.db(dbName)), chains: new ChainValidator(new TrustStore(db)), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecrets.authToSession), clock: clock.now, logger },
       { rndTtlSeconds: 600 },
     );
     const failed = await signIn.approve(user.thumbprint, rnd).catch((e: unknown) => e);

@@ -1,4 +1,4 @@
-import { ConfigError, env, parseEnv, refuseRemoved, z } from '@cp/config';
+import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, refuseRemoved, serviceSettings, z } from '@cp/config';
 
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
@@ -8,11 +8,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)' });
   const c = parseEnv(
     {
-      PORT: env.port(8081),
-      HOST: z.string().default('0.0.0.0'),
-      LOG_LEVEL: env.logLevel(),
-      MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
-      MONGODB_DATABASE: z.string().min(1).default('content'),
+      ...serviceSettings({ port: 8081, shutdownGraceMs: 60_000 }),
+      ...mongoSettings('content'),
       S3_ENDPOINT: env.url().optional(),
       S3_REGION: z.string().default('us-east-1'),
       S3_BUCKET: z.string().min(3),
@@ -26,11 +23,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_JWKS_FILE: z.string().min(1).optional(),
       JWT_ALGORITHMS: env.list().default('RS256,ES256,EdDSA'),
       JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
-      SESSION_SERVICE_URL: env.url().optional(),
+      // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
+      ...optionalCalledService('SESSION_SERVICE'),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
-      REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
-      /** Sent to the session-service's /internal/sessions/validate (its INTERNAL_SECRET_CONTENT_SERVICE). */
-      SESSION_SERVICE_INTERNAL_SECRET: env.secret().optional(),
+      REDIS_URL: env.redisUrl().optional(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       /**
        * Leases of the claims (content lock, part write, assembly, completion): renewed every third
@@ -43,7 +39,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
-      SHUTDOWN_GRACE_MS: env.int(60_000, 0),
     },
     source,
   );

@@ -38,7 +38,7 @@ describe('CachedSessionValidator', () => {
     asked.length = 0;
   });
 
-  const validator = () => new CachedSessionValidator(cache, sessionService, () => now);
+  const validator = () => new CachedSessionValidator(cache, sessionService, () => new Date(now));
 
   it('answers a cached live session itself, and refuses one whose sid has expired meanwhile', async () => {
     const sid = newSid();
@@ -46,7 +46,7 @@ describe('CachedSessionValidator', () => {
     expect(await validator().validate(sid)).toEqual({ kind: 'session', subject: 'u-1', owners: ['ab', 'cd'] });
     const expired = newSid();
     await cache.fillLive(tokenHash(expired)!, live(now + 30_000), now);
-    expect(await new CachedSessionValidator(cache, sessionService, () => now + 31_000).validate(expired)).toBeNull();
+    expect(await new CachedSessionValidator(cache, sessionService, () => new Date(now + 31_000)).validate(expired)).toBeNull();
     expect(asked).toEqual([]);
   });
 
@@ -69,7 +69,7 @@ describe('CachedSessionValidator', () => {
 
   it('counts who answered each check on /metrics', async () => {
     const registry = new Registry();
-    const counted = new CachedSessionValidator(cache, sessionService, () => now, registry);
+    const counted = new CachedSessionValidator(cache, sessionService, () => new Date(now), registry);
     const alive = newSid();
     const gone = newSid();
     await cache.fillLive(tokenHash(alive)!, live(now + 60_000), now);
@@ -90,7 +90,7 @@ describe('CachedSessionValidator', () => {
     const down = connectRedis('redis://127.0.0.1:1', logger);
     try {
       const sid = newSid();
-      expect(await new CachedSessionValidator(new SessionCache(down), sessionService, () => now).validate(sid)).toBe(fromSessionService);
+      expect(await new CachedSessionValidator(new SessionCache(down), sessionService, () => new Date(now)).validate(sid)).toBe(fromSessionService);
       expect(asked).toEqual([sid]);
     } finally {
       await down.disconnect().catch(() => undefined);

@@ -1,13 +1,11 @@
-import { env, parseEnv, z } from '@cp/config';
+import { env, parseEnv, serviceSettings } from '@cp/config';
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return parseEnv(
     {
-      PORT: env.port(8080),
+      ...serviceSettings({ port: 8080, shutdownGraceMs: 60_000 }),
       /** /readyz and /metrics listen here only, never on the public PORT (/healthz is on both). */
       ADMIN_PORT: env.port(9464),
-      HOST: z.string().default('0.0.0.0'),
-      LOG_LEVEL: env.logLevel(),
       CONTENT_SERVICE_URL: env.url(),
       AUTH_SERVICE_URL: env.url().optional(),
       SESSION_SERVICE_URL: env.url().optional(),
@@ -16,7 +14,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** Longest silence allowed from a client mid-request. */
       CLIENT_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
       MAX_HEADER_BYTES: env.int(16 * 1024, 1024),
-      SHUTDOWN_GRACE_MS: env.int(60_000, 0),
     },
     source,
   );

@@ -6,7 +6,7 @@ import { type InternalCaller, type ReadinessCheck, type ServiceMetrics, requireI
 import { errorHandler } from './http/errorHandler';
 import { internalRoutes, publicRoutes } from './http/sessionRoutes';
 import type { SessionService } from './sessions/SessionService';
-import type { ApiKeyChecker } from './store/ApiKeyVerifier';
+import type { ApiKeyChecker } from './clients/ApiKeyVerifier';
 
 export interface SessionAppDeps {
   logger: Logger;

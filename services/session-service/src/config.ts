@@ -1,4 +1,4 @@
-import { ConfigError, env, parseEnv, rateLimitSettings, refuseRemoved, z } from '@cp/config';
+import { calledService, ConfigError, env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
 
 const DAY = 24 * 3600;
 
@@ -7,20 +7,15 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set INTERNAL_SECRET_AUTH_SERVICE, INTERNAL_SECRET_CONTENT_SERVICE and AUTH_SERVICE_INTERNAL_SECRET instead (one secret per caller)' });
   const c = parseEnv(
     {
-      PORT: env.port(8083),
-      HOST: z.string().default('0.0.0.0'),
-      LOG_LEVEL: env.logLevel(),
-      MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
-      MONGODB_DATABASE: z.string().min(1).default('sessions'),
-      REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
+      ...serviceSettings({ port: 8083, shutdownGraceMs: 30_000 }),
+      ...mongoSettings('sessions'),
+      REDIS_URL: env.redisUrl(),
       /** The auth-service's secret here: it may create sessions and validate sids (/internal/sessions). */
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),
       /** The content-service's secret here: it may only validate sids (/internal/sessions/validate). */
       INTERNAL_SECRET_CONTENT_SERVICE: env.secret(),
-      /** Where api keys presented to /sessions/v5.x/sessions/refresh are checked. */
-      AUTH_SERVICE_URL: env.url(),
-      /** Sent to the auth-service's /internal/* (its INTERNAL_SECRET_SESSION_SERVICE). */
-      AUTH_SERVICE_INTERNAL_SECRET: env.secret(),
+      // Where api keys and registrations are checked at refresh (the secret: the auth-service's INTERNAL_SECRET_SESSION_SERVICE).
+      ...calledService('AUTH_SERVICE'),
       SID_TTL_SECONDS: env.int(30 * DAY, 1),
       REFRESH_TTL_SECONDS: env.int(45 * DAY, 1),
       /** No refresh past this long after the sign-in (and no sid or refresh token outlives it). */
@@ -30,7 +25,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** Longest time a sid lookup stays in Redis (also the tombstone lifetime). */
       CACHE_TTL_SECONDS: env.int(60, 1),
       SWEEP_INTERVAL_SECONDS: env.int(600, 1),
-      SHUTDOWN_GRACE_MS: env.int(30_000, 0),
       ...rateLimitSettings(),
     },
     source,

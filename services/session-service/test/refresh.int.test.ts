@@ -8,21 +8,19 @@ import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
 import { connectRedis, type Redis } from '@cp/redis';
 import { SessionCache, tokenHash } from '@cp/session-cache';
-import type { Clock } from '../src/sessions/Clock';
+import type { Clock } from '@cp/service-kit';
 import { openPair } from '../src/sessions/SealedPair';
 import { SessionService, type IssuedPair, type SessionLifetimes } from '../src/sessions/SessionService';
-import type { Registration, RegistrationChecker } from '../src/store/RegistrationChecker';
+import type { Registration, RegistrationChecker } from '../src/clients/RegistrationChecker';
 import { SessionRepository, type PairDoc, type RotationDoc } from '../src/store/SessionRepository';
 
 const DAY = 24 * 3600 * 1000;
 const GRACE_MS = 30_000;
 const logger = createLogger({ service: 'refresh-test', level: 'silent' });
 
-class MovableClock implements Clock {
+class MovableClock {
   offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
+  readonly now: Clock = () => new Date(Date.now() + this.offsetMs);
 }
 
 /** Users, owners and certificates as the auth-service would answer for them. */
@@ -92,7 +90,7 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
   let replicaA: SessionService;
   let replicaB: SessionService;
 
-  const service = (r: SessionRepository, l: SessionLifetimes = lifetimes): SessionService => new SessionService(r, new SessionCache(redis, 60), clock, l, logger, registry);
+  const service = (r: SessionRepository, l: SessionLifetimes = lifetimes): SessionService => new SessionService(r, new SessionCache(redis, 60), clock.now, l, logger, registry);
 
   async function signIn(owners?: string[]): Promise<IssuedPair & { userId: string; owners: string[]; thumbprint: string }> {
     const user = registry.add(owners);

@@ -5,21 +5,19 @@ import { createServer } from 'node:net';
 import { Db, MongoClient } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
-import type { Clock } from '../src/sessions/Clock';
+import type { Clock } from '@cp/service-kit';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { connectRedis, type Redis } from '@cp/redis';
-import type { RegistrationChecker } from '../src/store/RegistrationChecker';
+import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
 import { SessionRepository } from '../src/store/SessionRepository';
 
 const DAY = 24 * 3600 * 1000;
 const logger = createLogger({ service: 'session-test', level: 'silent' });
 
-class MovableClock implements Clock {
+class MovableClock {
   offsetMs = 0;
-  now(): Date {
-    return new Date(Date.now() + this.offsetMs);
-  }
+  readonly now: Clock = () => new Date(Date.now() + this.offsetMs);
 }
 
 async function closedPort(): Promise<number> {
@@ -61,9 +59,9 @@ describe('sessions against MongoDB and Redis', () => {
     await repo.ensureIndexes();
     redis = await ready(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', logger));
     deadRedis = connectRedis(`redis://127.0.0.1:${await closedPort()}`, logger);
-    replicaA = new SessionService(repo, new SessionCache(redis, 60), clock, lifetimes, logger, stillRegistered);
-    replicaB = new SessionService(new SessionRepository(db), new SessionCache(redis, 60), clock, lifetimes, logger, stillRegistered);
-    withoutRedis = new SessionService(new SessionRepository(db), new SessionCache(deadRedis, 60), clock, lifetimes, logger, stillRegistered);
+    replicaA = new SessionService(repo, new SessionCache(redis, 60), clock.now, lifetimes, logger, stillRegistered);
+    replicaB = new SessionService(new SessionRepository(db), new SessionCache(redis, 60), clock.now, lifetimes, logger, stillRegistered);
+    withoutRedis = new SessionService(new SessionRepository(db), new SessionCache(deadRedis, 60), clock.now, lifetimes, logger, stillRegistered);
   });
 
   afterAll(async () => {

@@ -5,9 +5,9 @@ import { MIN_RSA_BITS } from '../certificates/CertificatePolicy';
 import { CertUnreadable, parseCertificates, TooManyCertificates } from '../certificates/CertificateText';
 import type { ChainValidator } from '../certificates/ChainValidator';
 import type { RndStore } from '../store/RndStore';
-import type { SessionCreator, SessionPair } from '../store/SessionClient';
+import type { SessionCreator, SessionPair } from '../clients/SessionClient';
 import type { UserRegistry } from '../store/UserRegistry';
-import type { Clock } from './Clock';
+import type { Clock } from '@cp/service-kit';
 import { envelopeFor, UnsupportedKey } from './EnvelopedRnd';
 
 export interface Challenge {
@@ -39,7 +39,7 @@ export class CertificateSignIn {
       throw error;
     }
     const [leaf, ...rest] = certs;
-    const now = this.deps.clock.now();
+    const now = this.deps.clock();
     // The registry first: an unregistered certificate costs no cryptography at all.
     const registered = await this.deps.users.certificate(leaf!.thumbprint);
     if (!registered) throw ServiceError.of('UnknownCertificate');
@@ -69,7 +69,7 @@ export class CertificateSignIn {
   async approve(thumbprint: string, candidate: Buffer): Promise<SessionPair> {
     const registered = /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? await this.deps.users.certificate(thumbprint) : null;
     if (!registered) throw ServiceError.of('UnknownCertificate');
-    const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock.now());
+    const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock());
     if (outcome === 'missing') throw ServiceError.of('RndBytesNotFound');
     if (outcome === 'wrong') throw ServiceError.of('WrongKey');
     const user = await this.deps.users.user(registered.userId);

@@ -1,6 +1,7 @@
 import { Counter, Registry } from 'prom-client';
 import type { Principal } from '@cp/credentials';
 import { RedisUnavailable } from '@cp/redis';
+import { systemClock, type Clock } from '@cp/service-kit';
 import { cachedAnswer, tokenHash, type SessionCache } from '@cp/session-cache';
 import type { SessionValidator } from './authenticate';
 
@@ -18,7 +19,7 @@ export class CachedSessionValidator implements SessionValidator {
   constructor(
     private readonly cache: SessionCache,
     private readonly sessionService: SessionValidator,
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
     registry: Registry = new Registry(),
   ) {
     this.answered = new Counter({ name: 'content_sid_checks_total', help: 'auth.sid checks, by who answered: cache or session-service', labelNames: ['by'], registers: [registry] });
@@ -34,7 +35,7 @@ export class CachedSessionValidator implements SessionValidator {
       if (!(error instanceof RedisUnavailable)) throw error;
       return this.askSessionService(sid);
     }
-    const answer = cachedAnswer(cached, this.now());
+    const answer = cachedAnswer(cached, this.clock().getTime());
     if (answer === undefined) return this.askSessionService(sid);
     this.answered.inc({ by: 'cache' });
     return answer && { kind: 'session', subject: answer.userId, owners: answer.owners.map((o) => o.toLowerCase()) };

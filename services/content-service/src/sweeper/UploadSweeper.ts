@@ -1,7 +1,7 @@
 import type { Logger } from '@cp/logging';
 import type { Claims } from '../store/Claims';
 import type { ContentRepository } from '../store/ContentRepository';
-import type { Clock } from '../uploads/UploadContext';
+import { systemClock, type Clock } from '@cp/service-kit';
 import type { ExpiringUploads } from '../uploads/UploadExpiry';
 
 export interface UploadSweeperOptions {
@@ -32,7 +32,7 @@ export class UploadSweeper {
     private readonly logger: Logger,
     private readonly options: UploadSweeperOptions,
   ) {
-    this.clock = options.clock ?? (() => new Date());
+    this.clock = options.clock ?? systemClock;
   }
 
   /** One pass; returns how many uploads it removed (0 when another sweeper holds the lease). */

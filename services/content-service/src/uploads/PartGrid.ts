@@ -37,7 +37,7 @@ export const PartGrid = {
   },
 };
 
-/** The key of part k in a content record's `parts` map (non-numeric, see the data model). */
+/** The key of part k in `UploadState.parts` (store/UploadLedger.ts): `p<k>`, since a bare number is ambiguous in a dotted MongoDB path (`parts.3` may be an array index). */
 export function partKey(k: number): string {
   return `p${k}`;
 }

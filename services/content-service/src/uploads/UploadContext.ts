@@ -10,7 +10,8 @@ import type { PartAssembler } from './PartAssembler';
 import type { UploadMetrics } from './UploadMetrics';
 import type { Leases } from './WriteAdmission';
 
-export type Clock = () => Date;
+import type { Clock } from '@cp/service-kit';
+export type { Clock };
 
 export interface UploadServiceOptions extends Leases {
   /** How long an unfinished upload lives after its last write before the sweeper removes it. */

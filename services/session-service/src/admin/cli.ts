@@ -6,10 +6,10 @@ import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { createLogger } from '@cp/logging';
 import { connectRedis } from '@cp/redis';
-import { systemClock } from '../sessions/Clock';
+import { systemClock } from '@cp/service-kit';
 import { SessionService } from '../sessions/SessionService';
 import { SessionCache } from '@cp/session-cache';
-import type { RegistrationChecker } from '../store/RegistrationChecker';
+import type { RegistrationChecker } from '../clients/RegistrationChecker';
 import { SessionRepository } from '../store/SessionRepository';
 
 const USAGE = `usage:

@@ -1,6 +1,6 @@
 import express, { Router, type Request } from 'express';
 import { ServiceError } from '@cp/errors';
-import type { ApiKeyChecker } from '../store/ApiKeyVerifier';
+import type { ApiKeyChecker } from '../clients/ApiKeyVerifier';
 import type { SessionService } from '../sessions/SessionService';
 
 const REFRESH_PATH = /^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/;

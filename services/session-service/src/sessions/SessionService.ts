@@ -4,9 +4,9 @@ import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { RedisUnavailable } from '@cp/redis';
 import { cachedAnswer, newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
-import type { RegistrationChecker } from '../store/RegistrationChecker';
+import type { RegistrationChecker } from '../clients/RegistrationChecker';
 import type { FamilyDoc, NextPair, RotationDoc, SessionRepository } from '../store/SessionRepository';
-import type { Clock } from './Clock';
+import type { Clock } from '@cp/service-kit';
 import { openPair, sealPair } from './SealedPair';
 
 export interface SessionLifetimes {
@@ -58,7 +58,7 @@ export class SessionService {
 
   /** A new sign-in; `thumbprint` is the certificate's, checked again on every refresh. */
   async create(userId: string, owners: string[], thumbprint?: string): Promise<IssuedPair> {
-    const now = this.clock.now();
+    const now = this.clock();
     const family: FamilyDoc = { _id: randomUUID(), userId, owners, ...(thumbprint ? { thumbprint: thumbprint.toUpperCase() } : {}), createdAt: now, revokedAt: null };
     await this.repo.insertFamily(family);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
@@ -70,7 +70,7 @@ export class SessionService {
   async validate(sid: string): Promise<ValidSession | null> {
     const sidHash = tokenHash(sid);
     if (!sidHash) return null;
-    const now = this.clock.now().getTime();
+    const now = this.clock().getTime();
     let cached: Awaited<ReturnType<SessionCache['get']>> | null = null;
     try {
       cached = await this.cache.get(sidHash);
@@ -113,7 +113,7 @@ export class SessionService {
    * changes. See the README's design notes for each step's crash behaviour.
    */
   async refresh(sid: string, refreshToken: string): Promise<IssuedPair> {
-    const now = this.clock.now();
+    const now = this.clock();
     const refreshHash = tokenHash(refreshToken);
     const sidHash = tokenHash(sid);
     if (!refreshHash) throw ServiceError.of('InvalidRefreshToken');
@@ -158,7 +158,7 @@ export class SessionService {
    * that was cut short); otherwise a reuse: the family is revoked (RFC 9700 §4.14).
    */
   private async replay(rotation: RotationDoc, refreshToken: string, sidHash: string | null): Promise<IssuedPair> {
-    const now = this.clock.now();
+    const now = this.clock();
     const inGrace = rotation.sealed !== undefined && rotation.next !== undefined && rotation.graceUntil !== undefined && rotation.graceUntil.getTime() > now.getTime();
     const issued = inGrace && sidHash && sameHash(sidHash, rotation.sidHash) ? openPair(refreshToken, rotation._id, rotation.sealed!) : null;
     // The successor already rotated: whoever retries the old token now is not the one who got it.
@@ -182,7 +182,7 @@ export class SessionService {
     // A reuse elsewhere may have revoked the family while this rotation ran.
     const after = await this.repo.findFamily(rotation.familyId);
     if (!after || after.revokedAt) {
-      await this.revokeFamily(rotation.familyId, this.clock.now());
+      await this.revokeFamily(rotation.familyId, this.clock());
       throw ServiceError.of('SessionRevoked');
     }
     return issued;
@@ -208,7 +208,7 @@ export class SessionService {
   /** Revokes every session (sign-in) of a user; returns how many there were. */
   async revokeUser(userId: string): Promise<number> {
     const families = await this.repo.liveFamiliesOfUser(userId);
-    const now = this.clock.now();
+    const now = this.clock();
     for (const familyId of families) await this.revokeFamily(familyId, now);
     return families.length;
   }

@@ -1,6 +1,6 @@
 import type { Logger } from '@cp/logging';
 import type { SessionRepository } from '../store/SessionRepository';
-import type { Clock } from './Clock';
+import type { Clock } from '@cp/service-kit';
 
 /** Deletes expired pairs, rotation claims and finished families (FerretDB has no TTL indexes). */
 export class SessionSweeper {
@@ -26,7 +26,7 @@ export class SessionSweeper {
   }
 
   async sweepOnce(): Promise<void> {
-    const removed = await this.repo.sweep(this.clock.now(), this.opts.familyMaxAgeMs);
+    const removed = await this.repo.sweep(this.clock(), this.opts.familyMaxAgeMs);
     if (removed) this.logger.info({ removed }, 'expired session records removed');
   }
 

@@ -1,4 +1,5 @@
 import { ServiceError } from '@cp/errors';
+import { InternalClient } from '@cp/service-kit';
 
 export interface SessionPair {
   Sid: string;
@@ -12,26 +13,22 @@ export interface SessionCreator {
 }
 
 export class HttpSessionClient implements SessionCreator {
-  constructor(
-    private readonly baseUrl: string,
-    private readonly secret: string,
-  ) {}
+  private readonly client: InternalClient;
+
+  constructor(baseUrl: string, secret: string) {
+    this.client = new InternalClient({
+      baseUrl,
+      secret,
+      timeoutMs: 10_000,
+      unavailable: (cause) => ServiceError.of('CreateSessionError', 'the session service does not answer; retry later', { cause }),
+    });
+  }
 
   async create(userId: string, owners: string[], thumbprint: string): Promise<SessionPair> {
-    let res: Response;
-    try {
-      res = await fetch(new URL('/internal/sessions', this.baseUrl), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-internal-secret': this.secret },
-        body: JSON.stringify({ userId, owners, thumbprint }),
-        signal: AbortSignal.timeout(10_000),
-      });
-    } catch (error) {
-      throw ServiceError.of('CreateSessionError', 'the session service does not answer; retry later', { cause: error });
-    }
+    const res = await this.client.post('/internal/sessions', { userId, owners, thumbprint });
     if (res.status === 503) throw ServiceError.of('CreateSessionError');
     if (res.status !== 201) throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
-    const body = (await res.json()) as Partial<SessionPair>;
+    const body = JSON.parse(res.body) as Partial<SessionPair>;
     if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string') throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
     return { Sid: body.Sid, RefreshToken: body.RefreshToken };
   }

@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
 import { ServiceError } from '@cp/errors';
+import { createHash } from 'node:crypto';
+import { InternalClient } from '@cp/service-kit';
 
 /** Longer than any api key the auth-service issues, by a wide margin. */
 export const MAX_API_KEY_LENGTH = 1024;
@@ -15,12 +16,20 @@ export interface ApiKeyChecker {
  */
 export class HttpApiKeyVerifier implements ApiKeyChecker {
   private readonly known = new Map<string, number>();
+  private readonly client: InternalClient;
 
   constructor(
-    private readonly authServiceUrl: string,
-    private readonly secret: string,
+    authServiceUrl: string,
+    secret: string,
     private readonly rememberMs = 60_000,
-  ) {}
+  ) {
+    this.client = new InternalClient({
+      baseUrl: authServiceUrl,
+      secret,
+      timeoutMs: 5_000,
+      unavailable: (cause) => ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later', { cause }),
+    });
+  }
 
   async isValid(apiKey: string): Promise<boolean> {
     // No issued key is this long; asking about one would only hit the internal endpoint's body
@@ -29,19 +38,9 @@ export class HttpApiKeyVerifier implements ApiKeyChecker {
     const id = createHash('sha256').update(apiKey).digest('hex');
     const until = this.known.get(id);
     if (until !== undefined && until > Date.now()) return true;
-    let res: Response;
-    try {
-      res = await fetch(new URL('/internal/api-keys/verify', this.authServiceUrl), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-internal-secret': this.secret },
-        body: JSON.stringify({ apiKey }),
-        signal: AbortSignal.timeout(5_000),
-      });
-    } catch (error) {
-      throw ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later', { cause: error });
-    }
+    const res = await this.client.post('/internal/api-keys/verify', { apiKey });
     if (res.status === 404 || res.status === 413) return false;
-    if (!res.ok) throw ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later');
+    if (res.status < 200 || res.status > 299) throw this.client.unavailable();
     if (this.known.size > 10_000) this.known.clear();
     this.known.set(id, Date.now() + this.rememberMs);
     return true;

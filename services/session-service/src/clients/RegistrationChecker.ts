@@ -1,4 +1,5 @@
 import { ServiceError } from '@cp/errors';
+import { InternalClient } from '@cp/service-kit';
 
 /** What the auth-service says about a signed-in user and the certificate they signed in with. */
 export type Registration = { registered: true; owners: string[] } | { registered: false; reason: 'UserRemoved' | 'CertificateRemoved' };
@@ -14,35 +15,30 @@ export interface RegistrationChecker {
  * verdict, is a 503: the refresh changes nothing and can be retried.
  */
 export class HttpRegistrationChecker implements RegistrationChecker {
-  constructor(
-    private readonly authServiceUrl: string,
-    private readonly secret: string,
-    private readonly timeoutMs = 5_000,
-  ) {}
+  private readonly client: InternalClient;
+
+  constructor(authServiceUrl: string, secret: string, timeoutMs = 5_000) {
+    this.client = new InternalClient({
+      baseUrl: authServiceUrl,
+      secret,
+      timeoutMs,
+      unavailable: (cause) => ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later', { cause }),
+    });
+  }
 
   async check(userId: string, thumbprint: string | undefined): Promise<Registration> {
-    let res: Response;
+    const res = await this.client.post('/internal/registrations/check', thumbprint ? { userId, thumbprint } : { userId });
+    if (res.status !== 200) throw this.client.unavailable();
     let body: { registered?: unknown; owners?: unknown; reason?: unknown };
     try {
-      res = await fetch(new URL('/internal/registrations/check', this.authServiceUrl), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-internal-secret': this.secret },
-        body: JSON.stringify(thumbprint ? { userId, thumbprint } : { userId }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      body = res.ok ? ((await res.json()) as typeof body) : {};
+      body = JSON.parse(res.body) as typeof body;
     } catch (error) {
-      throw unavailable(error);
+      throw this.client.unavailable(error);
     }
-    if (res.status !== 200) throw unavailable();
     if (body.registered === true && Array.isArray(body.owners) && body.owners.every((o) => typeof o === 'string')) {
       return { registered: true, owners: body.owners as string[] };
     }
     if (body.registered === false) return { registered: false, reason: body.reason === 'UserRemoved' ? 'UserRemoved' : 'CertificateRemoved' };
-    throw unavailable();
+    throw this.client.unavailable();
   }
-}
-
-function unavailable(cause?: unknown): ServiceError {
-  return ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later', { cause });
 }

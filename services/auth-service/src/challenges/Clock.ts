@@ -1,6 +1,0 @@
-/** The time source of the service; tests pass a clock they can move (rnd expiry, certificate validity). */
-export interface Clock {
-  now(): Date;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
