@@ -1,5 +1,5 @@
 import { MongoClient } from 'mongodb';
-import { ConfigError } from '@cp/config';
+import { ConfigError, mongoTimeouts } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
@@ -18,7 +18,7 @@ import { UserRegistry } from './store/UserRegistry';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ service: 'auth-service', level: config.LOG_LEVEL });
-  const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 30 });
+  const mongo = new MongoClient(config.MONGODB_URL, { ...mongoTimeouts(config.MONGODB_TIMEOUT_MS), maxPoolSize: 30 });
   await mongo.connect();
   const db = mongo.db(config.MONGODB_DATABASE);
   const users = new UserRegistry(db);

@@ -34,6 +34,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
+      /** Longest wait for MongoDB: server selection, connecting, and one operation's answer. */
+      MONGODB_TIMEOUT_MS: env.int(2_000, 100),
+      /** Longest wait for S3's answer to a call that streams no body (CompleteMultipartUpload aside). */
+      S3_TIMEOUT_MS: env.int(3_000, 100),
+      /** A streamed part or download fails once S3 makes no progress for this long. */
+      S3_STALL_TIMEOUT_MS: env.int(3_000, 100),
       SHUTDOWN_GRACE_MS: env.int(60_000, 0),
     },
     source,

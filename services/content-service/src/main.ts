@@ -2,7 +2,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
 import { MongoClient } from 'mongodb';
-import { ConfigError } from '@cp/config';
+import { ConfigError, mongoTimeouts } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { createLogger } from '@cp/logging';
 import { closeRedis, connectRedis } from '@cp/redis';
@@ -38,19 +38,20 @@ async function main(): Promise<void> {
     requestHandler: {
       httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
       httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
-      connectionTimeout: 5_000,
-      requestTimeout: config.REQUEST_IDLE_TIMEOUT_MS,
+      connectionTimeout: Math.min(5_000, config.S3_TIMEOUT_MS),
+      // An idle socket (no byte either way) for this long is dead; answers are bounded per call in ObjectStore.
+      socketTimeout: config.REQUEST_IDLE_TIMEOUT_MS,
     },
     maxAttempts: 2,
   });
-  const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
+  const mongo = new MongoClient(config.MONGODB_URL, { ...mongoTimeouts(config.MONGODB_TIMEOUT_MS), maxPoolSize: 50 });
   await mongo.connect();
   const db = mongo.db(config.MONGODB_DATABASE);
 
   const contents = new ContentRepository(db);
   const ledger = new UploadLedger(db);
   await contents.ensureIndexes();
-  const objects = new ObjectStore(s3, config.S3_BUCKET);
+  const objects = new ObjectStore(s3, config.S3_BUCKET, { callMs: config.S3_TIMEOUT_MS, stallMs: config.S3_STALL_TIMEOUT_MS });
   if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
   // The backstop must not abort an upload the sweeper still keeps (written to, at most MAX_LIFE_TTLS × the TTL old).
   const ttlDays = Math.max(1, Math.ceil((MAX_LIFE_TTLS * config.UPLOAD_TTL_SECONDS) / 86_400) + 1);

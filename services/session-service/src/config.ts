@@ -12,6 +12,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       LOG_LEVEL: env.logLevel(),
       MONGODB_URL: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
       MONGODB_DATABASE: z.string().min(1).default('sessions'),
+      /** Longest wait for MongoDB: server selection, connecting, and one operation's answer. */
+      MONGODB_TIMEOUT_MS: env.int(2_000, 100),
       REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
       /** The auth-service's secret here: it may create sessions and validate sids (/internal/sessions). */
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),

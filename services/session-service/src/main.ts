@@ -1,5 +1,5 @@
 import { MongoClient } from 'mongodb';
-import { ConfigError } from '@cp/config';
+import { ConfigError, mongoTimeouts } from '@cp/config';
 import { createLogger } from '@cp/logging';
 import { runServer, ServiceMetrics } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
@@ -17,7 +17,7 @@ import { SessionRepository } from './store/SessionRepository';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ service: 'session-service', level: config.LOG_LEVEL });
-  const mongo = new MongoClient(config.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize: 50 });
+  const mongo = new MongoClient(config.MONGODB_URL, { ...mongoTimeouts(config.MONGODB_TIMEOUT_MS), maxPoolSize: 50 });
   await mongo.connect();
   const db = mongo.db(config.MONGODB_DATABASE);
   const repo = new SessionRepository(db);

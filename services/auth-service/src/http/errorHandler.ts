@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from 'express';
-import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError } from 'mongodb';
+import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoOperationTimeoutError } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { jsonErrorHandler } from '@cp/service-kit';
@@ -12,7 +12,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 
 function toServiceError(error: unknown): ServiceError {
   if (error instanceof ServiceError) return error;
-  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNotConnectedError) {
+  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNotConnectedError || isMongoTimeout(error)) {
     return ServiceError.unavailable('ServiceUnavailable', 'the user registry does not answer; retry later', error);
   }
   if (error instanceof RedisUnavailable) return ServiceError.unavailable('ServiceUnavailable', 'the challenge store does not answer; retry later', error);
@@ -20,4 +20,9 @@ function toServiceError(error: unknown): ServiceError {
   if (status === 413) return new ServiceError(413, 'BodyTooLarge', 'the body is too large');
   if (typeof status === 'number' && status >= 400 && status < 500) return new ServiceError(400, 'BadRequest', 'the request could not be read');
   return new ServiceError(500, 'UnknownError', 'the request failed unexpectedly');
+}
+
+/** The driver's own deadlines (a full connection pool, an operation timeout): MongoDB is too slow to serve now. */
+function isMongoTimeout(error: unknown): boolean {
+  return error instanceof MongoOperationTimeoutError || (error as Error | null)?.name === 'MongoWaitQueueTimeoutError';
 }

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from 'express';
-import { MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError } from 'mongodb';
+import { MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError, MongoOperationTimeoutError } from 'mongodb';
 import { contentsErrorBody, ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { jsonErrorHandler } from '@cp/service-kit';
@@ -28,9 +28,14 @@ function toServiceError(error: unknown): ServiceError {
   if (error instanceof RangeSyntaxError) return ServiceError.badRequest('invalidRange', error.message);
   if (error instanceof BodyLengthMismatch) return ServiceError.badRequest('bodyLengthMismatch', error.message);
   if (error instanceof ClientDisconnected) return ServiceError.badRequest('clientDisconnected', error.message);
-  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNotConnectedError) {
+  if (error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNotConnectedError || isMongoTimeout(error)) {
     return ServiceError.unavailable('databaseUnavailable', 'the content database does not answer; retry later', error);
   }
   if (isS3Unavailable(error)) return ServiceError.unavailable('storageUnavailable', 'the object storage does not answer; retry later', error);
   return new ServiceError(500, 'internalError', 'the request failed unexpectedly; quote the track-id when reporting it');
+}
+
+/** The driver's own deadlines (a full connection pool, an operation timeout): MongoDB is too slow to serve now. */
+function isMongoTimeout(error: unknown): boolean {
+  return error instanceof MongoOperationTimeoutError || (error as Error | null)?.name === 'MongoWaitQueueTimeoutError';
 }
