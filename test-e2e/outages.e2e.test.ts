@@ -17,10 +17,17 @@ import { ROOT } from './support/signin';
 import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
-const { startStack, freePort } = require('../scripts/stack') as {
-  startStack: (opts: Record<string, unknown>) => Promise<{ gatewayUrl: string; authDatabase: string; stop: () => Promise<void> }>;
+const { startStack, startService, freePort } = require('../scripts/stack') as {
+  startStack: (opts: Record<string, unknown>) => Promise<{ gatewayUrl: string; authDatabase: string; sessionEnv: Record<string, string>; services: Service[]; stop: () => Promise<void> }>;
+  startService: (name: string, opts: Record<string, unknown>) => Promise<Service>;
   freePort: () => Promise<number>;
 };
+interface Service {
+  name: string;
+  port: number;
+  pid: number;
+  stop: (signal?: string) => Promise<unknown>;
+}
 const run = promisify(execFile);
 
 const BOUND_MS = 5_000;
@@ -118,7 +125,9 @@ describe('outages of S3, MongoDB and Redis', () => {
     signedIn = await signIn();
   }, 120_000);
 
+  let restarted: Service | undefined;
   afterAll(async () => {
+    await restarted?.stop();
     await stack?.stop();
     await backing?.stop();
     console.log(`outages, measured (ms):\n${measured.join('\n')}`);
@@ -241,5 +250,58 @@ describe('outages of S3, MongoDB and Redis', () => {
     expect(sha256(uploaded.body)).toBe(sha256(upload));
     expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } })).status).toBe(200);
     expect((await refresh(pair)).status).toBe(200);
+  });
+
+  it('ends a refresh burst cut by kill -9 of the session-service with one valid pair and no revocation', async () => {
+    // How long one refresh takes here, so that the kill lands anywhere in the rotation (before its commit point or after).
+    const warm = await refresh(await signIn());
+    expect(warm.status).toBe(200);
+    const pair = await signIn();
+    const session = stack.services.find((x) => x.name === 'session-service')!;
+    // Refreshes of the one pair, 4 at a time, until the service is gone; it dies at a random moment.
+    const answers: Reply[] = [];
+    let alive = true;
+    const burst = Array.from({ length: 4 }, async () => {
+      while (alive) {
+        const r = await refresh(pair);
+        answers.push(r);
+        // Concurrent refreshes of one pair may be asked to retry (503) while another commits.
+        if (r.status !== 200) await new Promise((res) => setTimeout(res, 20));
+      }
+    });
+    const killAfterMs = Math.floor(Math.random() * Math.max(1_000, 3 * warm.ms));
+    await new Promise((r) => setTimeout(r, killAfterMs));
+    await session.stop('SIGKILL');
+    const killedAt = performance.now();
+    alive = false;
+    await Promise.all(burst);
+    restarted = await startService('session-service', { port: session.port, logDir: join(dir, 'logs'), env: stack.sessionEnv });
+    const readyMs = performance.now() - killedAt;
+
+    // The client retries the same refresh until it gets its answer (within REFRESH_GRACE_SECONDS).
+    let retried: Reply;
+    let retries = 0;
+    for (;;) {
+      retried = await refresh(pair);
+      retries++;
+      if (retried.status === 200 || performance.now() - killedAt > 20_000) break;
+      expect([502, 503, 504]).toContain(retried.status);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(retried.status).toBe(200);
+    const next = JSON.parse(retried.body.toString()) as { Sid: string; RefreshToken: string };
+    // Every refresh that answered 200, before and after the kill, gave that same pair: exactly one new pair.
+    const pairs = new Set(answers.filter((r) => r.status === 200).map((r) => r.body.toString()));
+    pairs.add(retried.body.toString());
+    expect(pairs.size).toBe(1);
+    // The new sid works, the old one does not, and the family lives on: the new pair refreshes.
+    expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${next.Sid}` } })).status).toBe(200);
+    expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${pair.Sid}` } })).status).toBe(401);
+    const after = await refresh(next);
+    expect(`${after.status} ${after.body.toString()}`).toMatch(/^200 /);
+    measured.push(
+      `session-service kill -9 ${killAfterMs} ms into a refresh burst (answers during it: ${Object.entries(answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {})).map(([st, n]) => `${n}× ${st}`).join(', ')}); ` +
+        `restarted and ready ${Math.round(readyMs)} ms after the kill; the client's retry got the pair after ${retries} tries, ${Math.round(performance.now() - killedAt)} ms after the kill`,
+    );
   });
 });
