@@ -6,7 +6,7 @@
 // server is back, requests succeed within 5 s without restarting any service.
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -130,6 +130,7 @@ describe('outages of S3, MongoDB and Redis', () => {
     await restarted?.stop();
     await stack?.stop();
     await backing?.stop();
+    rmSync(dir, { recursive: true, force: true });
     console.log(`outages, measured (ms):\n${measured.join('\n')}`);
   });
 
