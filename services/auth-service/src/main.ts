@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const db = mongo.db(config.MONGODB_DATABASE);
   const users = new UserRegistry(db);
   await users.ensureIndexes();
-  const redis = connectRedis(config.REDIS_URL, logger);
+  const redis = connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
   const apiKeys = new ApiKeyStore(db);
   const signIn = new CertificateSignIn(
     {

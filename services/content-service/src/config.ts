@@ -36,6 +36,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
       /** Longest wait for MongoDB: server selection, connecting, and one operation's answer. */
       MONGODB_TIMEOUT_MS: env.int(2_000, 100),
+      /** Longest wait for one Redis command's answer. */
+      REDIS_TIMEOUT_MS: env.int(1_000, 50),
       /** Longest wait for S3's answer to a call that streams no body (CompleteMultipartUpload aside). */
       S3_TIMEOUT_MS: env.int(3_000, 100),
       /** A streamed part or download fails once S3 makes no progress for this long. */

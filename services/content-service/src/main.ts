@@ -91,7 +91,7 @@ async function main(): Promise<void> {
       : null;
   const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
   // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
-  const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : null;
+  const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS }) : null;
   const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, Date.now, metrics.registry) : sessionService;
   if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 

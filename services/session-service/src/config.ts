@@ -14,6 +14,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       MONGODB_DATABASE: z.string().min(1).default('sessions'),
       /** Longest wait for MongoDB: server selection, connecting, and one operation's answer. */
       MONGODB_TIMEOUT_MS: env.int(2_000, 100),
+      /** Longest wait for one Redis command's answer. */
+      REDIS_TIMEOUT_MS: env.int(1_000, 50),
       REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
       /** The auth-service's secret here: it may create sessions and validate sids (/internal/sessions). */
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),

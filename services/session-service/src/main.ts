@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const db = mongo.db(config.MONGODB_DATABASE);
   const repo = new SessionRepository(db);
   await repo.ensureIndexes();
-  const redis = connectRedis(config.REDIS_URL, logger);
+  const redis = connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
   const sessions = new SessionService(
     repo,
     new SessionCache(redis, config.CACHE_TTL_SECONDS),
