@@ -25,6 +25,20 @@ describe('ObjectStore stall timeout', () => {
 
   afterAll(() => real.destroy());
 
+  it('keeps a download whose reader pauses longer than the stall timeout', async () => {
+    const store = new ObjectStore(real, bucket, { stallMs: 500, callMs: 3_000 });
+    await store.ensureBucket();
+    const bytes = Buffer.alloc(4 * 1024 * 1024, 3);
+    await store.putObject('read-slowly', PassThrough.from([bytes]) as unknown as PassThrough, bytes.length, 'application/octet-stream');
+    const stored = await store.getRange('read-slowly', 0, bytes.length - 1);
+    let got = 0;
+    for await (const chunk of stored.body) {
+      if (got === 0) await new Promise((r) => setTimeout(r, 1_500)); // a reader silent for three stall timeouts
+      got += (chunk as Buffer).length;
+    }
+    expect(got).toBe(bytes.length);
+  });
+
   it('keeps a part whose client pauses longer than the stall timeout', async () => {
     const store = new ObjectStore(real, bucket, { stallMs: 500, callMs: 3_000 });
     await store.ensureBucket();
@@ -71,6 +85,28 @@ describe('ObjectStore stall timeout', () => {
       expect(isS3Unavailable(error)).toBe(true);
       expect(performance.now() - started).toBeLessThan(3_000);
       client.destroy();
+    });
+
+    it('fails a download whose body S3 stops sending, while the reader waits', async () => {
+      const stalling = createServer((socket) => {
+        sockets.push(socket);
+        socket.once('data', () => socket.write('HTTP/1.1 206 Partial Content\r\nContent-Length: 1000000\r\nContent-Range: bytes 0-999999/1000000\r\n\r\n' + 'x'.repeat(1000)));
+      });
+      stalling.listen(0, '127.0.0.1');
+      await once(stalling, 'listening');
+      const client = s3(`http://127.0.0.1:${(stalling.address() as { port: number }).port}`);
+      const store = new ObjectStore(client, bucket, { stallMs: 500, callMs: 3_000 });
+      const stored = await store.getRange('stalls', 0, 999_999);
+      const started = performance.now();
+      let got = 0;
+      const error = await (async () => {
+        for await (const chunk of stored.body) got += (chunk as Buffer).length;
+      })().catch((e: unknown) => e);
+      expect(got).toBe(1000);
+      expect(error).toBeInstanceOf(StorageTimeout);
+      expect(performance.now() - started).toBeLessThan(1_500);
+      client.destroy();
+      stalling.close();
     });
 
     it('fails a call without a body once S3 does not answer within the call timeout', async () => {

@@ -241,7 +241,37 @@ export class ObjectStore {
   /** Streams bytes [start, end] (inclusive) of an object. */
   async getRange(key: string, start: number, end: number, signal?: AbortSignal): Promise<StoredObject> {
     const out = await this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal }), signal);
-    return { body: out.Body as Readable, contentLength: out.ContentLength ?? end - start + 1 };
+    return { body: this.watchedBody(out.Body as Readable), contentLength: out.ContentLength ?? end - start + 1 };
+  }
+
+  /**
+   * An object's body that fails with StorageTimeout once S3 sends nothing for `stallMs` while
+   * the reader would take more. A reader that is slow (a slow client) fills the buffer here and
+   * pauses S3, which is not S3's fault and never trips it.
+   */
+  private watchedBody(source: Readable): Readable {
+    const watched = new ProgressStream();
+    source.on('error', (error) => watched.destroy(error));
+    source.pipe(watched);
+    let last = -1;
+    let lastProgressAt = Date.now();
+    const watchdog = setInterval(() => {
+      const received = watched.bytesReceived;
+      const readerWaiting = watched.readableLength < watched.readableHighWaterMark;
+      if (received !== last || !readerWaiting) {
+        last = received;
+        lastProgressAt = Date.now();
+      } else if (Date.now() - lastProgressAt >= this.timeouts.stallMs) {
+        watched.destroy(new StorageTimeout(`S3 sent nothing for ${this.timeouts.stallMs} ms`));
+      }
+    }, Math.min(250, this.timeouts.stallMs));
+    const stop = () => {
+      clearInterval(watchdog);
+      if (!source.destroyed && !source.readableEnded) source.destroy();
+    };
+    watched.once('end', () => clearInterval(watchdog));
+    watched.once('close', stop);
+    return watched;
   }
 
   async delete(key: string): Promise<void> {
@@ -296,9 +326,13 @@ export function isS3Unavailable(error: unknown): boolean {
   return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code);
 }
 
-/** Passes a body through to the SDK, counting what the SDK took from it. */
+/** Passes a body through, counting what came in and what the reader took. */
 class ProgressStream extends Transform {
   private received = 0;
+
+  get bytesReceived(): number {
+    return this.received;
+  }
 
   /** Bytes handed on to the reader (S3's socket), as opposed to still buffered here. */
   get bytesTaken(): number {
