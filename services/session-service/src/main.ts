@@ -10,7 +10,7 @@ import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
 import { HttpApiKeyVerifier } from './store/ApiKeyVerifier';
 import { HttpRegistrationChecker } from './store/RegistrationChecker';
-import { closeRedis, connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { SessionRepository } from './store/SessionRepository';
 
@@ -52,8 +52,11 @@ async function main(): Promise<void> {
     internalCallers: internalCallers({ authService: config.INTERNAL_SECRET_AUTH_SERVICE, contentService: config.INTERNAL_SECRET_CONTENT_SERVICE }),
     rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
     isDraining: () => draining,
-    // Redis is left out on purpose: without it sids are still validated from MongoDB.
-    readiness: [{ name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) }],
+    // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
+    readiness: [
+      { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) },
+      { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) },
+    ],
   });
   await runServer(app, {
     port: config.PORT,
