@@ -172,11 +172,16 @@ describe('outages of S3, MongoDB and Redis', () => {
     const pending = await challenge(other);
     let pair = await signIn();
 
-    // Traffic runs throughout: downloads and sid checks, one after another.
+    // Traffic runs throughout: uploads, downloads and sid checks, one after another.
     let trafficOn = true;
     const traffic: Reply[] = [];
+    const stored: { id: string; bytes: Buffer }[] = [];
     const trafficLoop = (async () => {
       while (trafficOn) {
+        const bytes = randomBytes(256 * 1024);
+        const posted = await timed(v1(), { method: 'POST', body: bytes, headers: bearer });
+        traffic.push(posted);
+        if (posted.status === 201) stored.push({ id: (JSON.parse(posted.body.toString()) as { id: string }).id, bytes });
         traffic.push(await timed(v1(known.id), { headers: bearer }));
         traffic.push(await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } }));
       }
@@ -233,7 +238,7 @@ describe('outages of S3, MongoDB and Redis', () => {
     }
     const firstRecovery = Math.max(...Object.values(recovered));
     measured.push(
-      `${name} ${how}: down: ${downMs.join(', ')}; traffic max ${Math.round(Math.max(...traffic.slice(seenBefore).map((r) => r.ms)))} ms over ${traffic.length - seenBefore} requests; ` +
+      `${name} ${how}: down: ${downMs.join(', ')}; traffic max ${Math.round(Math.max(...traffic.slice(seenBefore).map((r) => r.ms)))} ms over ${traffic.length - seenBefore} requests (${stored.length} uploads stored); ` +
         `${how === 'SIGKILL' ? `restart ${Math.round(backAt - restartStarted)} ms, ` : ''}all kinds answered 2xx again ${Math.round(firstRecovery)} ms after it was back ` +
         `(${Object.entries(recovered).map(([p, ms]) => `${p} ${Math.round(ms)}`).join(', ')}); fault lasted ${Math.round(backAt - faultAt)} ms`,
     );
@@ -247,7 +252,7 @@ describe('outages of S3, MongoDB and Redis', () => {
       else expect(`${probe}: ${r.status}`).toMatch(new RegExp(`^${probe}: 20[01]$`));
     }
     for (const r of traffic.slice(seenBefore)) expect(r.ms).toBeLessThanOrEqual(BOUND_MS);
-    expect(traffic.slice(seenBefore).every((r) => r.status === 200 || r.status === 503)).toBe(true);
+    expect(traffic.slice(seenBefore).every((r) => r.status === 200 || r.status === 201 || r.status === 503)).toBe(true);
     // Recovery: everything succeeds within 5 s of the server's return, no service restarted.
     expect({ name, how, recoveredWithinBound: firstRecovery <= BOUND_MS }).toEqual({ name, how, recoveredWithinBound: true });
 
@@ -263,6 +268,12 @@ describe('outages of S3, MongoDB and Redis', () => {
     expect(sha256(bigBack.body)).toBe(sha256(Buffer.concat([bigPart.subarray(P - 4096), tail])));
     expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } })).status).toBe(200);
     expect((await refresh(pair)).status).toBe(200);
+    // Every content the traffic was told was stored (201), before, during and after the outage, is whole.
+    expect(stored.length).toBeGreaterThan(0);
+    for (const c of stored) {
+      const back = await timed(v1(c.id), { headers: bearer });
+      expect(`${c.id} ${back.status} ${sha256(back.body)}`).toBe(`${c.id} 200 ${sha256(c.bytes)}`);
+    }
   });
 
   it('ends a refresh burst cut by kill -9 of the session-service with one valid pair and no revocation', async () => {
