@@ -94,7 +94,6 @@ describe('rate limits on /auth and /sessions', () => {
     const auth = await startService('auth-service', {
       logDir: join(stack.logDir, 'rate-limits'),
       env: { ...stack.authEnv, ...limits, TRUSTED_PROXY_HOPS: '0', REDIS_URL: deadRedis },
-      readyPath: '/healthz', // /readyz answers 503 without Redis
     });
     try {
       const apiKey = randomBytes(16).toString('hex');

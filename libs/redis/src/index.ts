@@ -8,16 +8,24 @@ export class RedisUnavailable extends Error {
   override readonly name = 'RedisUnavailable';
 }
 
+export interface RedisOptions {
+  /** How long one command may wait for its answer (a hung Redis); default 1 s. */
+  commandTimeoutMs?: number;
+}
+
+const commandTimeouts = new WeakMap<Redis, number>();
+
 /**
  * A Redis client that fails fast instead of queueing commands while disconnected, so a request
  * never waits on a dead Redis: callers decide to go to MongoDB or answer 503.
  */
-export function connectRedis(url: string, logger: Logger): Redis {
+export function connectRedis(url: string, logger: Logger, options: RedisOptions = {}): Redis {
   const client = createClient({
     url,
     disableOfflineQueue: true,
     socket: { connectTimeout: 2_000, reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000) },
   });
+  if (options.commandTimeoutMs !== undefined) commandTimeouts.set(client, options.commandTimeoutMs);
   let warned = false;
   client.on('error', (error: Error) => {
     if (!warned) logger.warn({ err: error.message }, 'redis unavailable');
@@ -31,8 +39,8 @@ export function connectRedis(url: string, logger: Logger): Redis {
   return client;
 }
 
-/** Sends one raw command with a deadline; any failure becomes RedisUnavailable. */
-export async function redisCommand<T = unknown>(client: Redis, args: string[], timeoutMs = 1_000): Promise<T> {
+/** Sends one raw command with a deadline (the client's `commandTimeoutMs`); any failure becomes RedisUnavailable. */
+export async function redisCommand<T = unknown>(client: Redis, args: string[], timeoutMs = commandTimeouts.get(client) ?? 1_000): Promise<T> {
   if (!client.isReady) throw new RedisUnavailable('redis is not connected');
   let timer: NodeJS.Timeout | undefined;
   try {

@@ -1,5 +1,5 @@
 import type { Request, RequestHandler } from 'express';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 const TIMED = 'cpServiceMetricsTimed';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
@@ -9,6 +9,7 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly duration: Histogram<'method' | 'route' | 'status'>;
   readonly bytes: Counter<'direction'>;
+  private readonly backends: Gauge<'backend'>;
 
   /**
    * `routeLabel` names a request's route for the labels; without it, the matched express route or
@@ -33,6 +34,17 @@ export class ServiceMetrics {
       labelNames: ['direction'],
       registers: [this.registry],
     });
+    this.backends = new Gauge({
+      name: 'backend_up',
+      help: 'Whether a backend answered its last check (1) or not (0); checked at each scrape',
+      labelNames: ['backend'],
+      registers: [this.registry],
+    });
+  }
+
+  /** Records a backend's last check (see healthRoutes). */
+  backendUp(backend: string, up: boolean): void {
+    this.backends.set({ backend }, up ? 1 : 0);
   }
 
   /** Times each request, labelled by route (see the constructor). */

@@ -1,3 +1,4 @@
+import { mongoTimeouts } from '@cp/config';
 import { MongoClient, type Db } from 'mongodb';
 import type { ReadinessCheck } from './healthRoutes';
 
@@ -9,9 +10,12 @@ export interface MongoConnection {
   readiness: ReadinessCheck;
 }
 
-/** Connects a service to its MongoDB database (MONGODB_URL, MONGODB_DATABASE); fails when no server answers within 5 s. */
-export async function connectMongo(settings: { MONGODB_URL: string; MONGODB_DATABASE: string }, maxPoolSize: number): Promise<MongoConnection> {
-  const client = new MongoClient(settings.MONGODB_URL, { serverSelectionTimeoutMS: 5_000, maxPoolSize });
+/**
+ * Connects a service to its MongoDB database (MONGODB_URL, MONGODB_DATABASE); every wait on the
+ * server (selection, connecting, an operation's answer) is bounded by MONGODB_TIMEOUT_MS.
+ */
+export async function connectMongo(settings: { MONGODB_URL: string; MONGODB_DATABASE: string; MONGODB_TIMEOUT_MS: number }, maxPoolSize: number): Promise<MongoConnection> {
+  const client = new MongoClient(settings.MONGODB_URL, { ...mongoTimeouts(settings.MONGODB_TIMEOUT_MS), maxPoolSize });
   await client.connect();
   const db = client.db(settings.MONGODB_DATABASE);
   return { client, db, readiness: { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) } };

@@ -3,7 +3,9 @@ export type Dependency = 'database' | 'cache' | 'storage';
 
 // By class name (the error's class or any it extends, so MongoNetworkTimeoutError counts as a
 // MongoNetworkError): service-kit then needs neither the MongoDB driver nor @cp/redis.
-const DATABASE = new Set(['MongoServerSelectionError', 'MongoNetworkError', 'MongoNotConnectedError']);
+// The driver's own deadlines (an operation timeout, a full connection pool) count too: MongoDB is
+// too slow to serve now.
+const DATABASE = new Set(['MongoServerSelectionError', 'MongoNetworkError', 'MongoNotConnectedError', 'MongoOperationTimeoutError', 'MongoWaitQueueTimeoutError']);
 const CACHE = new Set(['RedisUnavailable']);
 
 function classNames(error: object): string[] {

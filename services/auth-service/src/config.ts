@@ -9,6 +9,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // The auth-service's own database: users, certificates, trusted roots, api keys.
       ...mongoSettings('auth'),
       REDIS_URL: env.redisUrl(),
+      /** Longest wait for one Redis command's answer. */
+      REDIS_TIMEOUT_MS: env.int(1_000, 50),
       // Sessions are created at the session-service's /internal/sessions (the secret: its INTERNAL_SECRET_AUTH_SERVICE).
       ...calledService('SESSION_SERVICE'),
       /** The session-service's secret here: it may check api keys and registrations (/internal/api-keys, /internal/registrations). */

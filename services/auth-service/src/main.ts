@@ -19,7 +19,7 @@ startService({
     const db = mongo.db;
     const users = new UserRegistry(db);
     await users.ensureIndexes();
-    const redis = connectRedis(config.REDIS_URL, logger);
+    const redis = connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
     const signIn = new CertificateSignIn(
       {
         users,

@@ -27,6 +27,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       ...optionalCalledService('SESSION_SERVICE'),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
       REDIS_URL: env.redisUrl().optional(),
+      /** Longest wait for one Redis command's answer. */
+      REDIS_TIMEOUT_MS: env.int(1_000, 50),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       /**
        * Leases of the claims (content lock, part write, assembly, completion): renewed every third
@@ -39,6 +41,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
+      /** Longest wait for S3's answer to a call that streams no body (CompleteMultipartUpload aside). */
+      S3_TIMEOUT_MS: env.int(3_000, 100),
+      /** A streamed part or download fails once S3 makes no progress for this long. */
+      S3_STALL_TIMEOUT_MS: env.int(3_000, 100),
     },
     source,
   );

@@ -36,8 +36,9 @@ startService({
       requestHandler: {
         httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
         httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
-        connectionTimeout: 5_000,
-        requestTimeout: config.REQUEST_IDLE_TIMEOUT_MS,
+        connectionTimeout: Math.min(5_000, config.S3_TIMEOUT_MS),
+        // An idle socket (no byte either way) for this long is dead; answers are bounded per call in ObjectStore.
+        socketTimeout: config.REQUEST_IDLE_TIMEOUT_MS,
       },
       maxAttempts: 2,
     });
@@ -47,7 +48,7 @@ startService({
     const contents = new ContentRepository(db);
     const ledger = new UploadLedger(db);
     await contents.ensureIndexes();
-    const objects = new ObjectStore(s3, config.S3_BUCKET);
+    const objects = new ObjectStore(s3, config.S3_BUCKET, { callMs: config.S3_TIMEOUT_MS, stallMs: config.S3_STALL_TIMEOUT_MS });
     if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
     // The backstop must not abort an upload the sweeper still keeps (written to, at most MAX_LIFE_TTLS × the TTL old).
     const ttlDays = Math.max(1, Math.ceil((MAX_LIFE_TTLS * config.UPLOAD_TTL_SECONDS) / 86_400) + 1);
@@ -87,7 +88,7 @@ startService({
         : null;
     const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
     // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
-    const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger) : null;
+    const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS }) : null;
     const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : sessionService;
     if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 

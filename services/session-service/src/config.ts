@@ -10,6 +10,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       ...serviceSettings({ port: 8083, shutdownGraceMs: 30_000 }),
       ...mongoSettings('sessions'),
       REDIS_URL: env.redisUrl(),
+      /** Longest wait for one Redis command's answer. */
+      REDIS_TIMEOUT_MS: env.int(1_000, 50),
       /** The auth-service's secret here: it may create sessions and validate sids (/internal/sessions). */
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),
       /** The content-service's secret here: it may only validate sids (/internal/sessions/validate). */

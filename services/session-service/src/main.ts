@@ -1,6 +1,6 @@
 import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
-import { closeRedis, connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
@@ -17,7 +17,7 @@ startService({
     const mongo = await connectMongo(config, 50);
     const repo = new SessionRepository(mongo.db);
     await repo.ensureIndexes();
-    const redis = connectRedis(config.REDIS_URL, logger);
+    const redis = connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
     const sessions = new SessionService(
       repo,
       new SessionCache(redis, config.CACHE_TTL_SECONDS),
@@ -47,7 +47,8 @@ startService({
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
       isDraining,
       // Redis is left out on purpose: without it sids are still validated from MongoDB.
-      readiness: [mongo.readiness],
+      // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
+      readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }],
     });
     const onShutdown = async () => {
       await sweeper.stop();

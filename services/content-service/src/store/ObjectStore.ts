@@ -18,26 +18,66 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { isNotFound, unquote } from './s3Errors';
+import { StorageTimeout, watchedDownload, watchedUpload } from './S3Progress';
+
+export { isNotFound, isS3Unavailable, unquote } from './s3Errors';
+export { StorageTimeout } from './S3Progress';
 
 export interface StoredObject {
   body: Readable;
   contentLength: number;
 }
 
+export interface ObjectStoreTimeouts {
+  /**
+   * How long a call without a streamed body may wait for S3's answer (its headers), SDK retries
+   * included. CompleteMultipartUpload, which S3 may take minutes over for a large object, is left out.
+   */
+  callMs: number;
+  /** How long a streamed body may make no progress that S3 is to blame for before the call fails. */
+  stallMs: number;
+}
+
 /** Everything the content-service asks of S3, behind one small class. */
 export class ObjectStore {
+  private readonly timeouts: ObjectStoreTimeouts;
+
   constructor(
     private readonly s3: S3Client,
     readonly bucket: string,
-  ) {}
+    timeouts: Partial<ObjectStoreTimeouts> = {},
+  ) {
+    this.timeouts = { callMs: 3_000, stallMs: 3_000, ...timeouts };
+  }
+
+  /**
+   * Sends a call with a deadline on its answer. The deadline ends once the answer's headers came,
+   * so a GetObject body streams as long as it flows (the socket's idle timeout watches it then).
+   */
+  private async bounded<O>(send: (abortSignal: AbortSignal) => Promise<O>, outer?: AbortSignal): Promise<O> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.timeouts.callMs);
+    const onOuterAbort = () => controller.abort();
+    outer?.addEventListener('abort', onOuterAbort, { once: true });
+    try {
+      return await send(controller.signal);
+    } catch (error) {
+      if (controller.signal.aborted && !outer?.aborted) throw new StorageTimeout(`S3 did not answer within ${this.timeouts.callMs} ms`, { cause: error });
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuterAbort);
+    }
+  }
 
   async ensureBucket(): Promise<void> {
     try {
-      await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
+      await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
     } catch (error) {
       if (!isNotFound(error)) throw error;
       try {
-        await this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }));
+        await this.bounded((abortSignal) => this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }), { abortSignal }));
       } catch (createError) {
         if (!(createError instanceof S3ServiceException && /BucketAlready(Exists|OwnedByYou)/.test(createError.name))) throw createError;
       }
@@ -47,14 +87,15 @@ export class ObjectStore {
   /** The backstop for uploads the sweeper never saw; not every S3 server supports it. */
   async setAbortIncompleteUploadsRule(days: number): Promise<boolean> {
     try {
-      await this.s3.send(
+      await this.bounded((abortSignal) => this.s3.send(
         new PutBucketLifecycleConfigurationCommand({
           Bucket: this.bucket,
           LifecycleConfiguration: {
             Rules: [{ ID: 'abort-incomplete-multipart-uploads', Status: 'Enabled', Filter: { Prefix: '' }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: days } }],
           },
         }),
-      );
+        { abortSignal },
+      ));
       return true;
     } catch (error) {
       // 4xx: refused; 501: the server has no lifecycle rules at all (versitygw)
@@ -65,12 +106,12 @@ export class ObjectStore {
   }
 
   async ping(): Promise<void> {
-    await this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
   async putObject(key: string, body: Readable, contentLength: number, contentType: string): Promise<string> {
-    const out = await this.streaming(body, (abortSignal) =>
-      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: contentLength, ContentType: contentType }), { abortSignal }),
+    const out = await this.streaming(body, (watched, abortSignal) =>
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: watched, ContentLength: contentLength, ContentType: contentType }), { abortSignal }),
     );
     return out.ETag ?? '';
   }
@@ -80,14 +121,14 @@ export class ObjectStore {
    * sends it in 8 MiB parts, one at a time, so at most one such part is in memory per request.
    */
   async putObjectOfUnknownLength(key: string, body: Readable, contentType: string): Promise<string> {
-    const upload = new Upload({
-      client: this.s3,
-      params: { Bucket: this.bucket, Key: key, Body: body, ContentType: contentType },
-      partSize: 8 * 1024 * 1024,
-      queueSize: 1,
-      leavePartsOnError: false,
-    });
-    const out = await this.streaming(body, async (abortSignal) => {
+    const out = await this.streaming(body, async (watched, abortSignal) => {
+      const upload = new Upload({
+        client: this.s3,
+        params: { Bucket: this.bucket, Key: key, Body: watched, ContentType: contentType },
+        partSize: 8 * 1024 * 1024,
+        queueSize: 1,
+        leavePartsOnError: false,
+      });
       abortSignal.addEventListener('abort', () => void upload.abort());
       return upload.done();
     });
@@ -95,7 +136,7 @@ export class ObjectStore {
   }
 
   async createMultipartUpload(key: string, contentType: string): Promise<string> {
-    const out = await this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }));
+    const out = await this.bounded((abortSignal) => this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }), { abortSignal }));
     if (!out.UploadId) throw new Error('S3 returned no UploadId');
     return out.UploadId;
   }
@@ -104,8 +145,8 @@ export class ObjectStore {
   async uploadPart(key: string, uploadId: string, partNumber: number, body: Readable, contentLength: number, signal?: AbortSignal): Promise<string> {
     const out = await this.streaming(
       body,
-      (abortSignal) =>
-        this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: contentLength }), {
+      (watched, abortSignal) =>
+        this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: watched, ContentLength: contentLength }), {
           abortSignal,
         }),
       signal,
@@ -118,25 +159,30 @@ export class ObjectStore {
    * Sends a request whose body is a stream. The SDK pipes the body without watching it for
    * errors; a body that fails (short, too long, client gone) aborts the S3 request, and that
    * error, not the abort, is what the caller sees. So does `signal` (a claim the caller lost):
-   * its reason is what the caller sees.
+   * its reason is what the caller sees. No fixed deadline (a 64 MiB part from a slow client may
+   * take minutes); instead the call fails when S3 stops making progress for `stallMs`: bytes are
+   * waiting and S3 takes none, or the body is sent and no answer comes. A client that is slow to
+   * send is not S3's fault and never trips it.
    */
-  private async streaming<O>(body: Readable, send: (abortSignal: AbortSignal) => Promise<O>, signal?: AbortSignal): Promise<O> {
+  private async streaming<O>(body: Readable, send: (watched: Readable, abortSignal: AbortSignal) => Promise<O>, signal?: AbortSignal): Promise<O> {
     const controller = new AbortController();
-    let bodyError: unknown;
+    let failure: unknown;
     const onError = (error: unknown) => {
-      bodyError ??= error;
+      failure ??= error;
       controller.abort();
     };
     body.on('error', onError);
     const onAbort = () => onError(signal!.reason);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort);
+    const { watched, stop } = watchedUpload(body, this.timeouts.stallMs, onError);
     try {
-      return await send(controller.signal);
+      return await send(watched, controller.signal);
     } catch (error) {
-      throw bodyError ?? error;
+      throw failure ?? error;
     } finally {
       signal?.removeEventListener('abort', onAbort);
+      stop();
     }
   }
 
@@ -158,7 +204,7 @@ export class ObjectStore {
     const parts = new Map<number, { etag: string; size: number }>();
     let marker: string | undefined;
     do {
-      const page = await this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }), { abortSignal: signal });
+      const page = await this.bounded((abortSignal) => this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }), { abortSignal }), signal);
       for (const p of page.Parts ?? []) parts.set(p.PartNumber!, { etag: unquote(p.ETag ?? ''), size: p.Size ?? -1 });
       marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
     } while (marker);
@@ -167,7 +213,7 @@ export class ObjectStore {
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
     try {
-      await this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }));
+      await this.bounded((abortSignal) => this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal }));
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -176,7 +222,7 @@ export class ObjectStore {
   /** The object's size and ETag, or null when it does not exist. */
   async head(key: string): Promise<{ contentLength: number; etag: string } | null> {
     try {
-      const out = await this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      const out = await this.bounded((abortSignal) => this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }));
       return { contentLength: out.ContentLength ?? 0, etag: out.ETag ?? '' };
     } catch (error) {
       if (isNotFound(error)) return null;
@@ -186,12 +232,12 @@ export class ObjectStore {
 
   /** Streams bytes [start, end] (inclusive) of an object. */
   async getRange(key: string, start: number, end: number, signal?: AbortSignal): Promise<StoredObject> {
-    const out = await this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal: signal });
-    return { body: out.Body as Readable, contentLength: out.ContentLength ?? end - start + 1 };
+    const out = await this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal }), signal);
+    return { body: watchedDownload(out.Body as Readable, this.timeouts.stallMs), contentLength: out.ContentLength ?? end - start + 1 };
   }
 
   async delete(key: string): Promise<void> {
-    await this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    await this.bounded((abortSignal) => this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }));
   }
 
   /** Deletes objects, up to 1,000 per request. Keys that do not exist are not an error. */
@@ -202,7 +248,7 @@ export class ObjectStore {
         await this.delete(batch[0]!);
         continue;
       }
-      const out = await this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
+      const out = await this.bounded((abortSignal) => this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }), { abortSignal }));
       const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
       if (failed.length > 0) throw new Error(`S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`);
     }
@@ -213,7 +259,7 @@ export class ObjectStore {
     let deleted = 0;
     let token: string | undefined;
     do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }));
+      const page = await this.bounded((abortSignal) => this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal }));
       const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
       await this.deleteMany(keys);
       deleted += keys.length;
@@ -221,22 +267,4 @@ export class ObjectStore {
     } while (token);
     return deleted;
   }
-}
-
-export function unquote(etag: string): string {
-  return etag.replace(/^"|"$/g, '');
-}
-
-export function isNotFound(error: unknown): boolean {
-  if (!(error instanceof S3ServiceException)) return false;
-  return error.$metadata.httpStatusCode === 404 || ['NoSuchKey', 'NotFound', 'NoSuchUpload', 'NoSuchBucket'].includes(error.name);
-}
-
-/** A failure of S3 itself (network, 5xx), as opposed to a refusal of this request. */
-export function isS3Unavailable(error: unknown): boolean {
-  if (error instanceof S3ServiceException) return (error.$metadata.httpStatusCode ?? 500) >= 500;
-  // The SDK's connection and socket timeouts are plain errors named TimeoutError, with no code.
-  if (error instanceof Error && error.name === 'TimeoutError') return true;
-  const code = (error as { code?: string } | null)?.code;
-  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code);
 }

@@ -1,0 +1,21 @@
+import { S3ServiceException } from '@aws-sdk/client-s3';
+import { StorageTimeout } from './S3Progress';
+
+export function unquote(etag: string): string {
+  return etag.replace(/^"|"$/g, '');
+}
+
+export function isNotFound(error: unknown): boolean {
+  if (!(error instanceof S3ServiceException)) return false;
+  return error.$metadata.httpStatusCode === 404 || ['NoSuchKey', 'NotFound', 'NoSuchUpload', 'NoSuchBucket'].includes(error.name);
+}
+
+/** A failure of S3 itself (network, 5xx), as opposed to a refusal of this request. */
+export function isS3Unavailable(error: unknown): boolean {
+  if (error instanceof S3ServiceException) return (error.$metadata.httpStatusCode ?? 500) >= 500;
+  // The SDK's connection and socket timeouts are plain errors named TimeoutError, with no code.
+  if (error instanceof Error && error.name === 'TimeoutError') return true;
+  if (error instanceof StorageTimeout) return true;
+  const code = (error as { code?: string } | null)?.code;
+  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code);
+}
