@@ -49,12 +49,12 @@ describe('fenced claims', () => {
     const b = new LedgerCommits(new UploadLedger(db), new Locks(new Claims(db, 'locks'), leaseMs), (c) => `content:${c}`);
     const claim = (by: string) => async (view: Parameters<Parameters<LedgerCommits['commit']>[1]>[0]) => {
       const part = await view.part(1);
-      if (part.writing && part.writing.by !== by && Date.now() - new Date(part.writing.since).getTime() < leaseMs) throw ServiceError.unavailable('partWriting', 'held', undefined, 1);
+      if (part.writing && part.writing.by !== by && Date.now() - new Date(part.writing.since).getTime() < leaseMs) throw ServiceError.of('partWriting', 'held');
       part.writing = { since: new Date(), by };
     };
     const record = (by: string, etag: string) => async (view: Parameters<Parameters<LedgerCommits['commit']>[1]>[0]) => {
       const part = await view.part(1);
-      if (part.writing?.by !== by) throw ServiceError.unavailable('claimLost', `${by} no longer holds part 1`, undefined, 1);
+      if (part.writing?.by !== by) throw ServiceError.of('claimLost', `${by} no longer holds part 1`);
       part.writing = null;
       part.stored = true;
       view.state.parts.p1 = { etag, size: P };

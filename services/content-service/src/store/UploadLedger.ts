@@ -1,140 +1,12 @@
 import type { Collection, Db, WithoutId } from 'mongodb';
-import type { ByteRange } from '../uploads/ByteRanges';
-import { stagedKey, stagingPrefix } from '../uploads/ObjectKeys';
 import { randomBytes } from 'node:crypto';
 import { partKey } from '../uploads/PartGrid';
 import { isDuplicateKey } from './Claims';
+import { isStub, RECENT_MAX_AGE_MS, RECENT_PARTS, RECENT_VERSIONS, remember, toState, versionId, type Head, type StateVersion, type StoredVersion, type StubVersion } from './LedgerVersions';
+import { decodePiece, emptyFields, emptyUploadState, encodePiece, type PartRanges, type PendingCleanup, type StoredPartRanges, type UploadState } from './UploadState';
 
-/** A range received for a content: an aligned S3 part, or a piece staged as its own S3 object. */
-export interface Piece extends ByteRange {
-  kind: 'part' | 'staged';
-  /** Staged pieces: the S3 object holding the bytes, and their SHA-256 (to recognise a retry after assembly). */
-  key: string | null;
-  sha256: string | null;
-}
-
-/** What an unfinished content has: its total once named, the last byte seen, its stored S3 parts. */
-export interface UploadState {
-  _id: string;
-  total: number | null;
-  /**
-   * The last byte received (-1: none). Exact while the total is unknown; once it is known, only
-   * the grid part this byte lies in is kept up to date (the last part with bytes).
-   */
-  lastByte: number;
-  /** S3 part number k → its ETag and size, under key `p<k>`. */
-  parts: Record<string, { etag: string; size: number }>;
-  /** Set (and renewed) while one request completes the content. */
-  completing: Date | null;
-  /** Which request holds the completion claim (its fencing token). */
-  completingBy?: string | null;
-  /** Set when the sweeper has decided to remove the upload (expired): writes are refused from then on. */
-  expiring?: Date | null;
-  /** The version this state was read as (0: none written yet); a commit of it inserts the next one. */
-  version?: number;
-  /** Grid part k (`p<k>`) → the `_id` of its document in this version. */
-  partDocs?: Record<string, string>;
-}
-
-/** The ranges received inside one 64 MiB grid part (as the service works with them). */
-export interface PartRanges {
-  _id: string;
-  contentId: string;
-  k: number;
-  pieces: Piece[];
-  /** Whether S3 part k holds its final bytes. */
-  stored: boolean;
-  /** Set (and renewed) while one request assembles the part from its pieces. */
-  assembling: Date | null;
-  /** Which request holds the assembly claim (its fencing token). */
-  assemblingBy?: string | null;
-  /** Set (and renewed: `since`) while one request streams an aligned range straight into S3 part k (`by`: that request). */
-  writing?: { since: Date; by: string } | null;
-}
-
-/**
- * A part's document as stored: each piece one short string, `a-b` for bytes written straight into
- * the S3 part, `a-b <nonce> <sha256>` for a staged piece whose object is `staging/<id>/a-b.<nonce>`
- * (or `a-b <key> <sha256>` when its key is not of that form). FerretDB reads and writes a document
- * of 64 such strings about four times faster than one of 64 sub-documents, and the part's document
- * is read and written for every piece received. Sub-documents written by earlier versions are read too.
- */
-interface StoredPartRanges extends Omit<PartRanges, 'pieces'> {
-  pieces: (string | Piece)[];
-}
-
-export { stagedKey, stagingPrefix };
-
-export function encodePiece(contentId: string, piece: Piece): string {
-  const range = `${piece.a}-${piece.b}`;
-  if (piece.kind === 'part') return range;
-  const ours = `${stagingPrefix(contentId)}${range}.`;
-  const key = piece.key!;
-  const nonce = key.startsWith(ours) && !/[\s/]/.test(key.slice(ours.length)) ? key.slice(ours.length) : key;
-  return `${range} ${nonce} ${piece.sha256 ?? '-'}`;
-}
-
-export function decodePiece(contentId: string, stored: string | Piece): Piece {
-  if (typeof stored !== 'string') return stored;
-  const [range, keyOrNonce, sha256] = stored.split(' ');
-  const dash = range!.indexOf('-');
-  const a = Number(range!.slice(0, dash));
-  const b = Number(range!.slice(dash + 1));
-  if (keyOrNonce === undefined) return { a, b, kind: 'part', key: null, sha256: null };
-  const key = keyOrNonce.includes('/') ? keyOrNonce : stagedKey(contentId, a, b, keyOrNonce);
-  return { a, b, kind: 'staged', key, sha256: sha256 === '-' || sha256 === undefined ? null : sha256 };
-}
-
-/** A completed (or completing) content whose staged objects and bookkeeping are still to be deleted. */
-export interface PendingCleanup {
-  _id: string;
-  total: number;
-  since: Date;
-}
-
-/** One version of a content's bookkeeping, as stored: inserted once under `_id` `<contentId>:<n>`, never changed but into a stub. */
-interface StateVersion extends Omit<UploadState, '_id' | 'version'> {
-  _id: string;
-  contentId: string;
-  n: number;
-  /** Grid part k → the `_id` of the part document this version holds for it (none: never written). */
-  partDocs: Record<string, string>;
-  /** Part documents this version replaced: deleted once a later version is in place. */
-  replaced: string[];
-  /** Set by `forget`: the content's bookkeeping is gone, and no writer computed from an older version may bring it back. */
-  gone?: boolean;
-  at: Date;
-}
-
-/**
- * What an old version becomes once two later ones exist: its state is dropped, its `_id` stays
- * taken, so that no writer that computed from an older version can ever insert it again.
- */
-interface StubVersion {
-  _id: string;
-  contentId: string;
-  n: number;
-  stub: true;
-  at: Date;
-}
-
-type StoredVersion = StateVersion | StubVersion;
-
-const isStub = (v: StoredVersion): v is StubVersion => 'stub' in v && v.stub === true;
-
-/** Where a content's latest version was last seen (a hint: it may lag, never lead). */
-interface Head {
-  _id: string;
-  n: number;
-}
-
-const VERSION_DIGITS = 10;
-const versionId = (contentId: string, n: number) => `${contentId}:${String(n).padStart(VERSION_DIGITS, '0')}`;
-/** How many contents' latest versions and how many part documents a process keeps in memory. */
-const RECENT_VERSIONS = 1000;
-const RECENT_PARTS = 256;
-/** A remembered version older than this is looked up again from the head hint. */
-const RECENT_MAX_AGE_MS = 10 * 60_000;
+export { stagedKey, stagingPrefix } from '../uploads/ObjectKeys';
+export { decodePiece, emptyUploadState, encodePiece, type PartRanges, type PendingCleanup, type Piece, type UploadState } from './UploadState';
 
 /**
  * The bookkeeping of unfinished uploads, read and written by `_id` only (FerretDB answers `_id`
@@ -364,29 +236,6 @@ export class UploadLedger {
       if (!isDuplicateKey(error)) throw error; // a head with a later n exists already
     }
   }
-}
-
-/** Keeps `value` under `key` as the newest entry, dropping the oldest beyond `limit`. */
-function remember<V>(cache: Map<string, V>, key: string, value: V, limit: number): void {
-  cache.delete(key);
-  cache.set(key, value);
-  if (cache.size > limit) cache.delete(cache.keys().next().value!);
-}
-
-function emptyFields(): Omit<UploadState, '_id' | 'version' | 'partDocs'> {
-  return { total: null, lastByte: -1, parts: {}, completing: null };
-}
-
-/** A state of its own (the version may be a remembered one that must not change). */
-function toState(remembered: StateVersion): UploadState {
-  const v = structuredClone(remembered);
-  if (v.gone) return { ...emptyUploadState(v.contentId), version: v.n, partDocs: {} };
-  const { _id: _ignored, contentId, n, replaced: _r, gone: _g, at: _a, ...fields } = v;
-  return { ...fields, _id: contentId, version: n };
-}
-
-export function emptyUploadState(contentId: string): UploadState {
-  return { _id: contentId, total: null, lastByte: -1, parts: {}, completing: null };
 }
 
 async function upsert<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<void> {
