@@ -30,7 +30,14 @@ function receiver() {
     try {
       if (req.method === 'PUT' && url.pathname === '/part') {
         const out = await s3.send(
-          new UploadPartCommand({ Bucket: q.bucket, Key: q.key, UploadId: q.upload, PartNumber: Number(q.n), Body: req, ContentLength: Number(req.headers['content-length']) }),
+          new UploadPartCommand({
+            Bucket: q.bucket,
+            Key: q.key,
+            UploadId: q.upload,
+            PartNumber: Number(q.n),
+            Body: req,
+            ContentLength: Number(req.headers['content-length']),
+          }),
         );
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ etag: out.ETag }));
       } else if (req.method === 'GET' && url.pathname === '/object') {

@@ -21,7 +21,14 @@ const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, mbps, startStack, request, s3Client } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((a) => a.trim().split(/\s+/)),
+);
 const GIB = Number(args.gib ?? 1);
 const ROUNDS = Number(args.rounds ?? 2);
 const REFERENCE = !('no-reference' in args);
@@ -55,7 +62,10 @@ async function s3Alone(s3, Bucket, Key, total, data, staged) {
     etags[k] = (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body, ContentLength: P }))).ETag;
   };
   if (!staged) {
-    await inFlight(4, Array.from({ length: partCount }, (_, k) => () => uploadPart(k, data)));
+    await inFlight(
+      4,
+      Array.from({ length: partCount }, (_, k) => () => uploadPart(k, data)),
+    );
   } else {
     const perPart = P / MiB;
     const pieceKey = (k, j) => `staging/${k}/${j}`;
@@ -111,7 +121,8 @@ async function main() {
       chunks: async () => {
         const id = await upload(api, auth, total, MiB, 8, data);
         const check = await request('HEAD', `${api}/${id}`, auth);
-        if (check.headers['x-upload-state'] !== 'ready' || Number(check.headers['content-length']) !== total) throw new Error('chunked upload did not end ready');
+        if (check.headers['x-upload-state'] !== 'ready' || Number(check.headers['content-length']) !== total)
+          throw new Error('chunked upload did not end ready');
       },
       s3Parts: async () => s3Alone(s3, Bucket, 'parts', total, data, false),
       s3Staged: async () => s3Alone(s3, Bucket, 'staged', total, data, true),
@@ -143,7 +154,9 @@ async function main() {
       console.log(`64 MiB UploadParts, 4 in flight:                          ${rate('s3Parts')} MB/s`);
       console.log(`1 MiB PutObjects (8 in flight) read back into UploadParts: ${rate('s3Staged')} MB/s`);
       console.log(`ratio staged / parts on the S3 server alone: ${(best.s3Parts / best.s3Staged).toFixed(2)}`);
-      console.log(`the services' chunks reach ${(best.s3Staged / best.chunks).toFixed(2)} of the staged rate, their parts ${(best.s3Parts / best.parts).toFixed(2)} of the parts rate`);
+      console.log(
+        `the services' chunks reach ${(best.s3Staged / best.chunks).toFixed(2)} of the staged rate, their parts ${(best.s3Parts / best.parts).toFixed(2)} of the parts rate`,
+      );
     }
   } finally {
     s3.destroy();

@@ -11,7 +11,14 @@ const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, s3Client, mbps, startStack, ROOT } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((a) => a.trim().split(/\s+/)),
+);
 const GIB = Number(args.gib ?? 1);
 
 /** Runs a command, sampling its peak RSS (VmHWM) until it exits. */
@@ -54,7 +61,9 @@ async function main() {
     const owner = randomUUID();
     const token = await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 });
     const cli = path.join(ROOT, 'libs', 'client', 'dist', 'cli', 'main.js');
-    const viaCli = await measured(process.execPath, [cli, 'upload', file, '--owner', owner, '--url', stack.gatewayUrl, '--parallel', '4', '--json'], { CONTENT_TOKEN: token });
+    const viaCli = await measured(process.execPath, [cli, 'upload', file, '--owner', owner, '--url', stack.gatewayUrl, '--parallel', '4', '--json'], {
+      CONTENT_TOKEN: token,
+    });
     const Bucket = `${stack.prefix}-direct`;
     await s3Client().send(new CreateBucketCommand({ Bucket }));
     const direct = await measured(process.execPath, [path.join(__dirname, '_direct-upload.js'), file, Bucket, 'upload.bin'], {});

@@ -2,12 +2,25 @@
 // same bytes sent straight to the S3 server with @aws-sdk/client-s3 from this process.
 //   pnpm bench contents [--gib 1] [--in-flight 4]
 const { randomBytes, randomUUID } = require('node:crypto');
-const { CreateBucketCommand, CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand, GetObjectCommand } = require('@aws-sdk/client-s3');
+const {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  UploadPartCommand,
+  CompleteMultipartUploadCommand,
+  GetObjectCommand,
+} = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, request } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((a) => a.trim().split(/\s+/)),
+);
 const GIB = Number(args.gib ?? 1);
 const IN_FLIGHT = Number(args['in-flight'] ?? 4);
 const P = 64 * MiB;
@@ -35,7 +48,10 @@ async function main() {
       const { id } = JSON.parse(first.body);
       const statuses = await inFlight(
         IN_FLIGHT,
-        Array.from({ length: parts - 1 }, (_, i) => async () => (await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, part)).status),
+        Array.from(
+          { length: parts - 1 },
+          (_, i) => async () => (await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, part)).status,
+        ),
       );
       if (!statuses.includes(201)) throw new Error(`no part completed the content: ${statuses}`);
       return id;
@@ -63,14 +79,22 @@ async function main() {
       const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
       const etags = await inFlight(
         IN_FLIGHT,
-        Array.from({ length: parts }, (_, k) => async () => (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }))).ETag),
+        Array.from(
+          { length: parts },
+          (_, k) => async () => (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }))).ETag,
+        ),
       );
-      await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }));
+      await s3.send(
+        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }),
+      );
     });
     const downS3 = await timed(async () => {
       const sizes = await inFlight(
         IN_FLIGHT,
-        Array.from({ length: parts }, (_, k) => async () => drain((await s3.send(new GetObjectCommand({ Bucket, Key, Range: `bytes=${k * P}-${(k + 1) * P - 1}` }))).Body)),
+        Array.from(
+          { length: parts },
+          (_, k) => async () => drain((await s3.send(new GetObjectCommand({ Bucket, Key, Range: `bytes=${k * P}-${(k + 1) * P - 1}` }))).Body),
+        ),
       );
       return sizes.reduce((a, b) => a + b, 0);
     });
@@ -81,7 +105,13 @@ async function main() {
     await timed(async () => {
       const first = await request('POST', api, { ...auth, 'content-range': range(0) }, part, { keep: true });
       const { id: id8 } = JSON.parse(first.body);
-      await inFlight(8, Array.from({ length: Math.min(parts - 1, 15) }, (_, i) => async () => request('PUT', `${api}/${id8}`, { ...auth, 'content-range': range(i + 1) }, part)));
+      await inFlight(
+        8,
+        Array.from(
+          { length: Math.min(parts - 1, 15) },
+          (_, i) => async () => request('PUT', `${api}/${id8}`, { ...auth, 'content-range': range(i + 1) }, part),
+        ),
+      );
     });
     const rssAfter8 = { content: peakRssMiB(content.pid), gateway: peakRssMiB(gateway.pid) };
 

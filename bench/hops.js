@@ -13,13 +13,26 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn, execFileSync } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
-const { CreateBucketCommand, CreateMultipartUploadCommand, CompleteMultipartUploadCommand, DeleteObjectCommand, DeleteBucketCommand } = require('@aws-sdk/client-s3');
+const {
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  DeleteObjectCommand,
+  DeleteBucketCommand,
+} = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client } = require('./_support');
 const { freePort } = require('../scripts/stack');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((a) => a.trim().split(/\s+/)),
+);
 const GIB = Number(args.gib ?? 1);
 const ROUNDS = Number(args.rounds ?? 3);
 const P = 64 * MiB;
@@ -83,7 +96,9 @@ async function measure(pids, fn) {
           return JSON.parse(res.body).etag;
         }),
       );
-      await s3.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }));
+      await s3.send(
+        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }),
+      );
       floorKey = Key;
     },
     'floor download': async () => {
@@ -136,7 +151,11 @@ async function measure(pids, fn) {
         for (const path of order) {
           const name = `${path} ${direction}`;
           const m = await measure(pidsOf[path], phases[name]);
-          console.log(`round ${round + 1} ${name.padEnd(18)} ${m.mbps.toFixed(0).padStart(5)} MB/s  cpu-s/GiB ${Object.entries(m.cpu).map(([n, v]) => `${n}=${v.toFixed(2)}`).join(' ')}`);
+          console.log(
+            `round ${round + 1} ${name.padEnd(18)} ${m.mbps.toFixed(0).padStart(5)} MB/s  cpu-s/GiB ${Object.entries(m.cpu)
+              .map(([n, v]) => `${n}=${v.toFixed(2)}`)
+              .join(' ')}`,
+          );
           if (name === 'floor download') {
             // The floor's object is read once per round; drop it so rounds do not pile up GiBs.
             await s3.send(new DeleteObjectCommand({ Bucket, Key: floorKey }));
@@ -165,7 +184,9 @@ async function measure(pids, fn) {
       });
       console.log(`${label.padEnd(16)} | ${cells[0]} | ${cells[1]}   (floor: ${floorLabel})`);
     }
-    console.log(`MB/s: services upload ${best['services upload'].mbps.toFixed(0)}, floor upload ${best['floor upload'].mbps.toFixed(0)}; services download ${best['services download'].mbps.toFixed(0)}, floor download ${best['floor download'].mbps.toFixed(0)}`);
+    console.log(
+      `MB/s: services upload ${best['services upload'].mbps.toFixed(0)}, floor upload ${best['floor upload'].mbps.toFixed(0)}; services download ${best['services download'].mbps.toFixed(0)}, floor download ${best['floor download'].mbps.toFixed(0)}`,
+    );
   } finally {
     proxy.stop();
     receiver.stop();

@@ -12,7 +12,14 @@ const { DevKeys } = require('@cp/credentials');
 const { ensureBackingServers, inFlight, startStack, request, ROOT } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(process.argv.slice(2).join(' ').split('--').filter(Boolean).map((a) => a.trim().split(/\s+/)));
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((a) => a.trim().split(/\s+/)),
+);
 const SECONDS = Number(args.seconds ?? 10);
 const IN_FLIGHT = Number(args['in-flight'] ?? 8);
 const REQUESTS = Number(args.requests ?? 4000);
@@ -31,7 +38,9 @@ function percentile(sorted, p) {
 function summary(name, latenciesMs, seconds) {
   const s = [...latenciesMs].sort((a, b) => a - b);
   const row = { name, count: s.length, perSecond: s.length / seconds, p50: percentile(s, 50), p99: percentile(s, 99) };
-  process.stdout.write(`${name.padEnd(34)} ${String(row.count).padStart(6)} in ${seconds.toFixed(1)} s  ${row.perSecond.toFixed(1).padStart(8)}/s   p50 ${row.p50.toFixed(2).padStart(7)} ms   p99 ${row.p99.toFixed(2).padStart(7)} ms\n`);
+  process.stdout.write(
+    `${name.padEnd(34)} ${String(row.count).padStart(6)} in ${seconds.toFixed(1)} s  ${row.perSecond.toFixed(1).padStart(8)}/s   p50 ${row.p50.toFixed(2).padStart(7)} ms   p99 ${row.p99.toFixed(2).padStart(7)} ms\n`,
+  );
   return row;
 }
 
@@ -65,11 +74,32 @@ async function main() {
   const prefix = `bench${Date.now().toString(36)}`;
   const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
   const env = { ...process.env, MONGODB_URL: stack.backing.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase };
-  const admin = (...a) => execFileSync(process.execPath, [path.join(ROOT, 'services/auth-service/dist/admin/cli.js'), ...a], { env }).toString().trim();
+  const admin = (...a) =>
+    execFileSync(process.execPath, [path.join(ROOT, 'services/auth-service/dist/admin/cli.js'), ...a], { env })
+      .toString()
+      .trim();
   try {
     // One CA, one RSA-2048 user per worker (one rnd per user: workers must not share a user).
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cp-bench-signin-'));
-    openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=Bench CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign', '-keyout', `${dir}/ca.key`, '-out', `${dir}/ca.pem`]);
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=Bench CA',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+      '-keyout',
+      `${dir}/ca.key`,
+      '-out',
+      `${dir}/ca.pem`,
+    ]);
     admin('trust', 'add', '--cert', `${dir}/ca.pem`);
     const apiKey = admin('apikey', 'create', '--label', 'bench');
     const users = [];
@@ -77,7 +107,21 @@ async function main() {
       const keyPath = `${dir}/u${i}.key`;
       const certPath = `${dir}/u${i}.pem`;
       openssl(['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=bench-user-${i}`, '-keyout', keyPath, '-out', `${dir}/u${i}.csr`]);
-      openssl(['x509', '-req', '-in', `${dir}/u${i}.csr`, '-CA', `${dir}/ca.pem`, '-CAkey', `${dir}/ca.key`, '-CAcreateserial', '-days', '2', '-out', certPath]);
+      openssl([
+        'x509',
+        '-req',
+        '-in',
+        `${dir}/u${i}.csr`,
+        '-CA',
+        `${dir}/ca.pem`,
+        '-CAkey',
+        `${dir}/ca.key`,
+        '-CAcreateserial',
+        '-days',
+        '2',
+        '-out',
+        certPath,
+      ]);
       const owner = randomUUID();
       admin('user', 'add', '--user', randomUUID(), '--owner', owner, '--cert', certPath);
       const pkcs8 = openssl(['pkcs8', '-topk8', '-nocrypt', '-in', keyPath, '-outform', 'DER']);
@@ -94,7 +138,9 @@ async function main() {
       return JSON.parse(b.body);
     };
 
-    process.stdout.write(`\nsign-in benchmark: ${IN_FLIGHT} in flight, ${SECONDS} s per phase, decrypt with ${USE_OPENSSL ? 'openssl cms' : 'pkijs in process'}\n\n`);
+    process.stdout.write(
+      `\nsign-in benchmark: ${IN_FLIGHT} in flight, ${SECONDS} s per phase, decrypt with ${USE_OPENSSL ? 'openssl cms' : 'pkijs in process'}\n\n`,
+    );
     await Promise.all(users.map(signIn)); // warm-up
     const signIns = await forDuration(users, SECONDS, async (u) => {
       u.pair = await signIn(u);
@@ -102,7 +148,13 @@ async function main() {
     const signInRow = summary('full sign-in', signIns.latencies, signIns.seconds);
 
     const refreshes = await forDuration(users, SECONDS, async (u) => {
-      const r = await request('POST', `${gw}/sessions/v5.13/sessions/refresh?auth.sid=${u.pair.Sid}&refresh-token=${u.pair.RefreshToken}&api-key=${apiKey}`, {}, null, { keep: true });
+      const r = await request(
+        'POST',
+        `${gw}/sessions/v5.13/sessions/refresh?auth.sid=${u.pair.Sid}&refresh-token=${u.pair.RefreshToken}&api-key=${apiKey}`,
+        {},
+        null,
+        { keep: true },
+      );
       if (r.status !== 200) throw new Error(`refresh answered ${r.status}: ${r.body}`);
       u.pair = JSON.parse(r.body);
     });
@@ -119,13 +171,18 @@ async function main() {
     const get = (scheme) => async (i) => {
       const u = users[i % users.length];
       const t = performance.now();
-      const res = await request('GET', `${gw}/v1/${u.owner}/contents/${u.contentId}`, { authorization: scheme === 'sid' ? `auth.sid ${u.pair.Sid}` : `Bearer ${u.token}` });
+      const res = await request('GET', `${gw}/v1/${u.owner}/contents/${u.contentId}`, {
+        authorization: scheme === 'sid' ? `auth.sid ${u.pair.Sid}` : `Bearer ${u.token}`,
+      });
       if (res.status !== 200) throw new Error(`GET with ${scheme} answered ${res.status}`);
       return performance.now() - t;
     };
     const run = async (scheme, n) => {
       const started = performance.now();
-      const latencies = await inFlight(IN_FLIGHT, Array.from({ length: n }, (_, i) => () => get(scheme)(i)));
+      const latencies = await inFlight(
+        IN_FLIGHT,
+        Array.from({ length: n }, (_, i) => () => get(scheme)(i)),
+      );
       return { latencies, seconds: (performance.now() - started) / 1000 };
     };
     await run('sid', 500);

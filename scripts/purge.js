@@ -1,7 +1,15 @@
 // Deletes what a stack of the given prefix left in the backing servers: every bucket and every
 // database whose name starts with the prefix. Tests and benchmarks call it when they finish, so
 // repeated runs do not fill the disk.
-const { S3Client, ListBucketsCommand, ListObjectsV2Command, DeleteObjectCommand, ListMultipartUploadsCommand, AbortMultipartUploadCommand, DeleteBucketCommand } = require('@aws-sdk/client-s3');
+const {
+  S3Client,
+  ListBucketsCommand,
+  ListObjectsV2Command,
+  DeleteObjectCommand,
+  ListMultipartUploadsCommand,
+  AbortMultipartUploadCommand,
+  DeleteBucketCommand,
+} = require('@aws-sdk/client-s3');
 const { MongoClient } = require('mongodb');
 
 async function purgeStackData(prefix, backing) {

@@ -210,7 +210,9 @@ if (require.main === module) {
   startStack({ ports, prefix: process.env.CP_PREFIX || 'local' }).then(
     (stack) => {
       for (const s of stack.services) process.stdout.write(`  ${s.name.padEnd(16)} ${s.url}  (log: ${path.relative(process.cwd(), s.logFile)})\n`);
-      process.stdout.write(`\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\n(the gateway's /readyz and /metrics: ${stack.gatewayAdminUrl})\nCtrl-C stops it.\n`);
+      process.stdout.write(
+        `\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\n(the gateway's /readyz and /metrics: ${stack.gatewayAdminUrl})\nCtrl-C stops it.\n`,
+      );
       const shutdown = () => stack.stop().then(() => process.exit(0));
       process.once('SIGINT', shutdown);
       process.once('SIGTERM', shutdown);

@@ -18,7 +18,8 @@ async function main(argv) {
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
-    if (!value || !['--owner', '--ttl', '--sub'].includes(flag)) throw new Error(`unknown argument ${flag}; usage: token --owner <uuid> [--owner ...] [--ttl 1h] [--sub <subject>]`);
+    if (!value || !['--owner', '--ttl', '--sub'].includes(flag))
+      throw new Error(`unknown argument ${flag}; usage: token --owner <uuid> [--owner ...] [--ttl 1h] [--sub <subject>]`);
     if (flag === '--owner') owners.push(value.toLowerCase());
     else if (flag === '--ttl') ttl = parseTtl(value);
     else sub = value;

@@ -86,38 +86,214 @@ describe('bad input through the gateway', () => {
 
   const table: TableCase[] = [
     // What S3 refused (500/503 before): decided at the edge.
-    { name: 'non-ASCII Content-Type', path: '/v1', statuses: [400], code: 'invalidContentType', steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text/plain; charset=\xff\xe9', 'Content-Length: 3']) + 'abc'] },
-    { name: '4 KB Content-Type', path: '/v1', statuses: [400], code: 'invalidContentType', steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), `Content-Type: text/${'a'.repeat(4096)}`, 'Content-Length: 3']) + 'abc'] },
-    { name: 'Content-Type without subtype', path: '/v1', statuses: [400], code: 'invalidContentType', steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text', 'Content-Length: 3']) + 'abc'] },
-    { name: '12 KB api key on refresh', path: '/sessions/v5.13/sessions/refresh', statuses: [400], steps: () => [head(`POST /sessions/v5.13/sessions/refresh?auth.sid=AB&refresh-token=CD&api-key=${'k'.repeat(12 * 1024)} HTTP/1.1`, ['Host: g', 'Content-Length: 0'])] },
-    { name: '12 KB X-Kontur-Apikey on authenticate', path: '/auth/v5.13/authenticate-by-cert', statuses: [400], steps: () => [head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', `X-Kontur-Apikey: ${'k'.repeat(12 * 1024)}`, 'Content-Length: 1']) + 'x'] },
-    { name: '12 KB auth.sid on /v1', path: '/v1', statuses: [400], code: 'credentialTooLong', steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', `Authorization: auth.sid ${'A'.repeat(12 * 1024)}`])] },
+    {
+      name: 'non-ASCII Content-Type',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidContentType',
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text/plain; charset=\xff\xe9', 'Content-Length: 3']) + 'abc'],
+    },
+    {
+      name: '4 KB Content-Type',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidContentType',
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), `Content-Type: text/${'a'.repeat(4096)}`, 'Content-Length: 3']) + 'abc'],
+    },
+    {
+      name: 'Content-Type without subtype',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidContentType',
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text', 'Content-Length: 3']) + 'abc'],
+    },
+    {
+      name: '12 KB api key on refresh',
+      path: '/sessions/v5.13/sessions/refresh',
+      statuses: [400],
+      steps: () => [
+        head(`POST /sessions/v5.13/sessions/refresh?auth.sid=AB&refresh-token=CD&api-key=${'k'.repeat(12 * 1024)} HTTP/1.1`, ['Host: g', 'Content-Length: 0']),
+      ],
+    },
+    {
+      name: '12 KB X-Kontur-Apikey on authenticate',
+      path: '/auth/v5.13/authenticate-by-cert',
+      statuses: [400],
+      steps: () => [
+        head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', `X-Kontur-Apikey: ${'k'.repeat(12 * 1024)}`, 'Content-Length: 1']) + 'x',
+      ],
+    },
+    {
+      name: '12 KB auth.sid on /v1',
+      path: '/v1',
+      statuses: [400],
+      code: 'credentialTooLong',
+      steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', `Authorization: auth.sid ${'A'.repeat(12 * 1024)}`])],
+    },
     // Decided from the head, without waiting for the body.
-    { name: 'Content-Length above the part size, no body', path: '/v1', statuses: [413], code: 'partTooLarge', halfClose: false, within: 1000, steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 67108865'])] },
-    { name: 'Expect: 100-continue with a part too large gets 413 and no 100', path: '/v1', statuses: [413], code: 'partTooLarge', halfClose: false, within: 1000, steps: () => [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Expect: 100-continue', 'Content-Range: bytes 0-67108864/300000000', 'Content-Length: 67108865'])] },
-    { name: 'Expect: 100-continue with a range invalid on its face', path: '/v1', statuses: [400], code: 'invalidRange', halfClose: false, within: 1000, steps: () => [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Expect: 100-continue', 'Content-Range: bytes 200-100/300', 'Content-Length: 101'])] },
-    { name: 'Expect: 100-continue with Content-Length not the range length', path: '/v1', statuses: [400], code: 'bodyLengthMismatch', halfClose: false, within: 1000, steps: () => [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Expect: 100-continue', 'Content-Range: bytes 100-199/300', 'Content-Length: 50'])] },
-    { name: 'unknown Expect', path: '/v1', statuses: [417], code: 'expectationFailed', steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', bearer(), 'Expect: teapot'])] },
+    {
+      name: 'Content-Length above the part size, no body',
+      path: '/v1',
+      statuses: [413],
+      code: 'partTooLarge',
+      halfClose: false,
+      within: 1000,
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 67108865'])],
+    },
+    {
+      name: 'Expect: 100-continue with a part too large gets 413 and no 100',
+      path: '/v1',
+      statuses: [413],
+      code: 'partTooLarge',
+      halfClose: false,
+      within: 1000,
+      steps: () => [
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          'Expect: 100-continue',
+          'Content-Range: bytes 0-67108864/300000000',
+          'Content-Length: 67108865',
+        ]),
+      ],
+    },
+    {
+      name: 'Expect: 100-continue with a range invalid on its face',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidRange',
+      halfClose: false,
+      within: 1000,
+      steps: () => [
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          'Expect: 100-continue',
+          'Content-Range: bytes 200-100/300',
+          'Content-Length: 101',
+        ]),
+      ],
+    },
+    {
+      name: 'Expect: 100-continue with Content-Length not the range length',
+      path: '/v1',
+      statuses: [400],
+      code: 'bodyLengthMismatch',
+      halfClose: false,
+      within: 1000,
+      steps: () => [
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          'Expect: 100-continue',
+          'Content-Range: bytes 100-199/300',
+          'Content-Length: 50',
+        ]),
+      ],
+    },
+    {
+      name: 'unknown Expect',
+      path: '/v1',
+      statuses: [417],
+      code: 'expectationFailed',
+      steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', bearer(), 'Expect: teapot'])],
+    },
     // Parser refusals, in the contract's format.
-    { name: 'body cut short', path: '/v1', statuses: [400], halfClose: true, steps: () => [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'x'.repeat(40), 100] },
-    { name: 'bad chunk size', path: '/v1', statuses: [400], steps: () => [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Transfer-Encoding: chunked']) + '10\r\n0123456789abcdef\r\nzz\r\n'] },
-    { name: 'Content-Length and chunked', path: '/v1', statuses: [400], steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 5', 'Transfer-Encoding: chunked']) + '5\r\nabcde\r\n0\r\n\r\n'] },
-    { name: 'Transfer-Encoding: gzip', path: '/v1', statuses: [400], steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Transfer-Encoding: gzip']) + 'abc'] },
-    { name: 'invalid Content-Length', path: '/v1', statuses: [400], steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 1x'])] },
-    { name: 'two different Content-Lengths', path: '/auth/v5.13/authenticate-by-cert', statuses: [400], steps: () => [head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', 'Content-Length: 1', 'Content-Length: 2']) + 'ab'] },
-    { name: 'control byte in a header', path: '/v1', statuses: [400], steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', bearer(), 'X-Thing: a\x01b'])] },
+    {
+      name: 'body cut short',
+      path: '/v1',
+      statuses: [400],
+      halfClose: true,
+      steps: () => [
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'x'.repeat(40),
+        100,
+      ],
+    },
+    {
+      name: 'bad chunk size',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Transfer-Encoding: chunked']) +
+          '10\r\n0123456789abcdef\r\nzz\r\n',
+      ],
+    },
+    {
+      name: 'Content-Length and chunked',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 5', 'Transfer-Encoding: chunked']) + '5\r\nabcde\r\n0\r\n\r\n'],
+    },
+    {
+      name: 'Transfer-Encoding: gzip',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Transfer-Encoding: gzip']) + 'abc'],
+    },
+    {
+      name: 'invalid Content-Length',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 1x'])],
+    },
+    {
+      name: 'two different Content-Lengths',
+      path: '/auth/v5.13/authenticate-by-cert',
+      statuses: [400],
+      steps: () => [head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', 'Content-Length: 1', 'Content-Length: 2']) + 'ab'],
+    },
+    {
+      name: 'control byte in a header',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', bearer(), 'X-Thing: a\x01b'])],
+    },
     { name: 'bare LF line ends', path: '/v1', statuses: [400], steps: () => [`GET ${contents()}/${readyId} HTTP/1.1\nHost: g\n${bearer()}\n\n`] },
     { name: 'no Host', path: '/v1', statuses: [400], code: 'missingHost', steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, [bearer()])] },
     { name: 'unknown method', path: '/v1', statuses: [400], steps: () => [head(`BREW ${contents()} HTTP/1.1`, ['Host: g'])] },
     { name: 'huge URL', path: '/v1', statuses: [431], steps: () => [head(`GET /v1/${'a'.repeat(20_000)} HTTP/1.1`, ['Host: g'])] },
-    { name: 'huge header', path: '/auth/v5.13/approve-cert', statuses: [431], steps: () => [head('POST /auth/v5.13/approve-cert HTTP/1.1', ['Host: g', `X-Big: ${'b'.repeat(20_000)}`, 'Content-Length: 0'])] },
+    {
+      name: 'huge header',
+      path: '/auth/v5.13/approve-cert',
+      statuses: [431],
+      steps: () => [head('POST /auth/v5.13/approve-cert HTTP/1.1', ['Host: g', `X-Big: ${'b'.repeat(20_000)}`, 'Content-Length: 0'])],
+    },
     { name: 'garbage request line', path: '/v1', statuses: [400], steps: () => ['\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n'] },
     // RFC 9112: one Host; no path the proxy would rewrite.
-    { name: 'two Host headers', path: '/v1', statuses: [400], code: 'duplicateHost', steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', 'Host: h', bearer()])] },
-    { name: '// in a /v1 path', path: '/v1', statuses: [400], code: 'invalidPath', steps: () => [head(`GET /v1//${owner}/contents/${readyId} HTTP/1.1`, ['Host: g', bearer()])] },
-    { name: '\\ in a /v1 path', path: '/v1', statuses: [400], code: 'invalidPath', steps: () => [head(`GET /v1\\${owner}/contents/${readyId} HTTP/1.1`, ['Host: g', bearer()])] },
-    { name: '\\ carrying a path to /internal', path: '/sessions/v5.13\\..\\..\\internal/sessions', statuses: [400], steps: () => [head('POST /sessions/v5.13\\..\\..\\internal/sessions HTTP/1.1', ['Host: g', 'Content-Length: 2']) + '{}'] },
-    { name: 'encoded dot segments', path: '/v1', statuses: [400], code: 'invalidPath', steps: () => [head(`GET /v1/%2e%2e/internal/sessions HTTP/1.1`, ['Host: g'])] },
+    {
+      name: 'two Host headers',
+      path: '/v1',
+      statuses: [400],
+      code: 'duplicateHost',
+      steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', 'Host: h', bearer()])],
+    },
+    {
+      name: '// in a /v1 path',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidPath',
+      steps: () => [head(`GET /v1//${owner}/contents/${readyId} HTTP/1.1`, ['Host: g', bearer()])],
+    },
+    {
+      name: '\\ in a /v1 path',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidPath',
+      steps: () => [head(`GET /v1\\${owner}/contents/${readyId} HTTP/1.1`, ['Host: g', bearer()])],
+    },
+    {
+      name: '\\ carrying a path to /internal',
+      path: '/sessions/v5.13\\..\\..\\internal/sessions',
+      statuses: [400],
+      steps: () => [head('POST /sessions/v5.13\\..\\..\\internal/sessions HTTP/1.1', ['Host: g', 'Content-Length: 2']) + '{}'],
+    },
+    {
+      name: 'encoded dot segments',
+      path: '/v1',
+      statuses: [400],
+      code: 'invalidPath',
+      steps: () => [head(`GET /v1/%2e%2e/internal/sessions HTTP/1.1`, ['Host: g'])],
+    },
   ];
 
   it.each(table.map((c) => [c.name, c] as const))('%s', async (_name, c) => {
@@ -133,7 +309,11 @@ describe('bad input through the gateway', () => {
   });
 
   it('answers the junk pipelined after a complete POST only after that POST, which is created', async () => {
-    const x = await send([head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Content-Range: bytes 0-9/10', 'Content-Length: 10']) + '0123456789' + 'JUNKJUNKJU']);
+    const x = await send([
+      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Content-Range: bytes 0-9/10', 'Content-Length: 10']) +
+        '0123456789' +
+        'JUNKJUNKJU',
+    ]);
     const finals = expectSane(x, '/v1', 'pipelined junk');
     expect(finals.map((r) => r.status)).toEqual([201, 400]);
     const id = JSON.parse(finals[0]!.body.toString()).id as string;
@@ -143,7 +323,8 @@ describe('bad input through the gateway', () => {
   });
 
   it('answers junk after two pipelined POSTs only after both, which are created', async () => {
-    const post = (bytes: string) => head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, `Content-Length: ${bytes.length}`]) + bytes;
+    const post = (bytes: string) =>
+      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, `Content-Length: ${bytes.length}`]) + bytes;
     const x = await send([post('first') + post('second') + 'GET / HTTP/1.1\r\nBad Header\r\n\r\n']);
     const finals = expectSane(x, '/v1', 'two pipelined then junk');
     expect(finals.map((r) => r.status)).toEqual([201, 201, 400]);
@@ -158,10 +339,14 @@ describe('bad input through the gateway', () => {
       env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, CLIENT_IDLE_TIMEOUT_MS: '1000' },
     });
     try {
-      const x = await exchange(gateway.port, [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'q'.repeat(30)], {
-        deadlineMs: 5000,
-        halfClose: false,
-      });
+      const x = await exchange(
+        gateway.port,
+        [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'q'.repeat(30)],
+        {
+          deadlineMs: 5000,
+          halfClose: false,
+        },
+      );
       const finals = expectSane(x, '/v1', 'silent mid-body');
       expect(finals.map((r) => r.status)).toEqual([408]);
       expect(JSON.parse(finals[0]!.body.toString()).id).toBe('urn:error:contents:requestTimeout');
@@ -178,7 +363,19 @@ describe('bad input through the gateway', () => {
     const created = await postPart(fuzzOwner, fuzzToken, data.subarray(P), `bytes ${P}-${P + 9}/${P + 10}`);
     expect(created.status).toBe(201);
     const id = created.json().id as string;
-    const x = await send([head(`PUT /v1/${fuzzOwner}/contents/${id} HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, `Content-Range: bytes 0-${P - 1}/${P + 10}`, `Content-Length: ${P}`]), data.subarray(0, 1024 * 1024), 200], { halfClose: true });
+    const x = await send(
+      [
+        head(`PUT /v1/${fuzzOwner}/contents/${id} HTTP/1.1`, [
+          'Host: g',
+          `Authorization: Bearer ${fuzzToken}`,
+          `Content-Range: bytes 0-${P - 1}/${P + 10}`,
+          `Content-Length: ${P}`,
+        ]),
+        data.subarray(0, 1024 * 1024),
+        200,
+      ],
+      { halfClose: true },
+    );
     expect(expectSane(x, '/v1', 'part cut short').map((r) => r.status)).toEqual([400]);
     // Had the proxied request stayed open, the content-service would hold the part's claim (503 partWriting) until its idle timeout.
     let again = await putPart(fuzzOwner, id, fuzzToken, data.subarray(0, P), `bytes 0-${P - 1}/${P + 10}`);
@@ -192,14 +389,32 @@ describe('bad input through the gateway', () => {
   });
 
   it('passes a head on before its body: the content-service refuses a bad token with no body byte sent', async () => {
-    const x = await send([head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', 'Authorization: Bearer not-a-token', 'Content-Range: bytes 100-199/300', 'Content-Length: 100'])]);
+    const x = await send([
+      head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+        'Host: g',
+        'Authorization: Bearer not-a-token',
+        'Content-Range: bytes 100-199/300',
+        'Content-Length: 100',
+      ]),
+    ]);
     const finals = expectSane(x, '/v1', 'head only');
     expect(finals[0]!.status).toBe(401);
     expect(finals[0]!.atMs).toBeLessThan(2000);
   });
 
   it('sends 100 Continue and then takes the body when the head is fine', async () => {
-    const x = await send([head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Expect: 100-continue', 'Content-Type: text/plain; charset=utf-8', 'Content-Length: 4', 'Connection: close']), 300, 'abcd']);
+    const x = await send([
+      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, [
+        'Host: g',
+        `Authorization: Bearer ${fuzzToken}`,
+        'Expect: 100-continue',
+        'Content-Type: text/plain; charset=utf-8',
+        'Content-Length: 4',
+        'Connection: close',
+      ]),
+      300,
+      'abcd',
+    ]);
     expect(x.responses.map((r) => r.status)).toEqual([100, 201]);
     expect(x.responses[0]!.atMs).toBeLessThan(300);
   });
@@ -229,7 +444,9 @@ describe('bad input through the gateway', () => {
     });
     expect(authenticate.status).toBe(403);
     expect(((await authenticate.json()) as { Code: string }).Code).toBe('InvalidApiKey');
-    const get = await fetch(`${services['content-service']!.url}/v1/${owner}/contents/${readyId}`, { headers: { authorization: `auth.sid ${'A'.repeat(12 * 1024)}` } });
+    const get = await fetch(`${services['content-service']!.url}/v1/${owner}/contents/${readyId}`, {
+      headers: { authorization: `auth.sid ${'A'.repeat(12 * 1024)}` },
+    });
     expect(get.status).toBe(401);
     const post = await fetch(`${services['content-service']!.url}/v1/${owner}/contents`, {
       method: 'POST',
@@ -253,24 +470,41 @@ describe('bad input through the gateway', () => {
 
   it('generated Content-Type, Authorization and X-Request-Id values on POST and GET', async () => {
     await fc.assert(
-      fc.asyncProperty(headerValue, fc.constantFrom('content-type', 'authorization', 'x-request-id', 'cookie', 'x-kontur-apikey'), fc.boolean(), async (value, name, write) => {
-        const headers = ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Connection: close'].filter((h) => !(name === 'authorization' && h.startsWith('Authorization')));
-        headers.push(`${name}: ${value}`);
-        const x = write
-          ? await send([head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, [...headers, 'Content-Length: 3']) + 'abc'])
-          : await send([head(`GET /v1/${owner}/contents/${readyId} HTTP/1.1`, headers)]);
-        const [first] = expectSane(x, '/v1', `${name}: ${JSON.stringify(value)}`);
-        if (name === 'content-type' && first!.status === 201) expect(/^[\x20-\x7e]{1,255}$/.test(value.trim())).toBe(true);
-      }),
+      fc.asyncProperty(
+        headerValue,
+        fc.constantFrom('content-type', 'authorization', 'x-request-id', 'cookie', 'x-kontur-apikey'),
+        fc.boolean(),
+        async (value, name, write) => {
+          const headers = ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Connection: close'].filter(
+            (h) => !(name === 'authorization' && h.startsWith('Authorization')),
+          );
+          headers.push(`${name}: ${value}`);
+          const x = write
+            ? await send([head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, [...headers, 'Content-Length: 3']) + 'abc'])
+            : await send([head(`GET /v1/${owner}/contents/${readyId} HTTP/1.1`, headers)]);
+          const [first] = expectSane(x, '/v1', `${name}: ${JSON.stringify(value)}`);
+          if (name === 'content-type' && first!.status === 201) expect(/^[\x20-\x7e]{1,255}$/.test(value.trim())).toBe(true);
+        },
+      ),
       { numRuns: 90 },
     );
   });
 
-  const num = fc.oneof(fc.nat({ max: 2000 }), fc.constantFrom(0, 99, 999, 1000, 1001, 300, 2 ** 53, '99999999999999999999'), fc.bigInt({ min: 0n, max: 10n ** 25n }).map(String));
+  const num = fc.oneof(
+    fc.nat({ max: 2000 }),
+    fc.constantFrom(0, 99, 999, 1000, 1001, 300, 2 ** 53, '99999999999999999999'),
+    fc.bigInt({ min: 0n, max: 10n ** 25n }).map(String),
+  );
   const rangeValue = fc.oneof(
-    fc.tuple(fc.constantFrom('bytes ', 'bytes=', 'BYTES=', 'bytes', 'byte=', 'items='), fc.option(num), fc.constantFrom('-', '--', ''), fc.option(num), fc.constantFrom('', '/', '/*', '/1000', '/12', '/300', '/abc', ',0-1')).map(
-      ([unit, a, dash, b, tail]) => `${unit}${a ?? ''}${dash}${b ?? ''}${tail}`,
-    ),
+    fc
+      .tuple(
+        fc.constantFrom('bytes ', 'bytes=', 'BYTES=', 'bytes', 'byte=', 'items='),
+        fc.option(num),
+        fc.constantFrom('-', '--', ''),
+        fc.option(num),
+        fc.constantFrom('', '/', '/*', '/1000', '/12', '/300', '/abc', ',0-1'),
+      )
+      .map(([unit, a, dash, b, tail]) => `${unit}${a ?? ''}${dash}${b ?? ''}${tail}`),
     fc.string({ unit: printable, maxLength: 60 }),
   );
 
@@ -290,7 +524,10 @@ describe('bad input through the gateway', () => {
         }
         // A write to the fixtures whose body breaks off: whatever the range, nothing may be stored.
         const target = value.length % 2 ? readyId : uploadingId;
-        const x = await send([head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, ['Host: g', bearer(), `Content-Range: ${value}`, 'Content-Length: 100']) + 'z'.repeat(60)], { halfClose: true });
+        const x = await send(
+          [head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, ['Host: g', bearer(), `Content-Range: ${value}`, 'Content-Length: 100']) + 'z'.repeat(60)],
+          { halfClose: true },
+        );
         const [r] = expectSane(x, '/v1', `Content-Range: ${value}`);
         expect(r!.status).toBeGreaterThanOrEqual(400);
       }),
@@ -299,17 +536,49 @@ describe('bad input through the gateway', () => {
   });
 
   const segment = fc.oneof(
-    fc.constantFrom('v1', 'auth', 'v5.13', 'v5.x', 'sessions', 'refresh', 'internal', 'INTERNAL', 'contents', '.', '..', '%2e%2e', '%2F', '%5c', '', '%', '%zz', '%00', 'healthz', 'metrics', 'approve-cert', 'authenticate-by-cert'),
+    fc.constantFrom(
+      'v1',
+      'auth',
+      'v5.13',
+      'v5.x',
+      'sessions',
+      'refresh',
+      'internal',
+      'INTERNAL',
+      'contents',
+      '.',
+      '..',
+      '%2e%2e',
+      '%2F',
+      '%5c',
+      '',
+      '%',
+      '%zz',
+      '%00',
+      'healthz',
+      'metrics',
+      'approve-cert',
+      'authenticate-by-cert',
+    ),
     fc.uuid(),
     fc.string({ unit: printable, maxLength: 12 }).map((s) => s.replace(/[ ?#]/g, '')),
   );
-  const pathValue = fc.tuple(fc.array(segment, { minLength: 1, maxLength: 6 }), fc.constantFrom('/', '/', '/', '\\')).map(([segs, sep]) => `/${segs.join(sep)}`);
+  const pathValue = fc
+    .tuple(fc.array(segment, { minLength: 1, maxLength: 6 }), fc.constantFrom('/', '/', '/', '\\'))
+    .map(([segs, sep]) => `/${segs.join(sep)}`);
 
   it('generated paths: answered in their family format, never routed to /internal', async () => {
     await fc.assert(
       fc.asyncProperty(pathValue, fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'), async (path, method) => {
         const withBody = method === 'POST' || method === 'PUT';
-        const x = await send([head(`${method} ${path} HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Connection: close', ...(withBody ? ['Content-Length: 2'] : [])]) + (withBody ? '{}' : '')]);
+        const x = await send([
+          head(`${method} ${path} HTTP/1.1`, [
+            'Host: g',
+            `Authorization: Bearer ${fuzzToken}`,
+            'Connection: close',
+            ...(withBody ? ['Content-Length: 2'] : []),
+          ]) + (withBody ? '{}' : ''),
+        ]);
         const [r] = expectSane(x, path, `${method} ${path}`);
         if (/(^|[/\\])(internal|%2e%2e|\.\.)([/\\]|$)/i.test(path)) expect(r!.status).toBeGreaterThanOrEqual(400);
         if (path.includes('\\') || path.includes('//')) expect(r!.status).toBe(400);
@@ -320,13 +589,33 @@ describe('bad input through the gateway', () => {
 
   const framing = fc.oneof(
     // shorter than declared, then the client stops
-    fc.tuple(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 0, max: 99 })).map(([declared, sent]) => ({ kind: 'short', head: [`Content-Length: ${Math.max(declared, sent + 1)}`], body: 'y'.repeat(Math.min(sent, Math.max(declared, sent + 1) - 1)) })),
+    fc.tuple(fc.integer({ min: 1, max: 100 }), fc.integer({ min: 0, max: 99 })).map(([declared, sent]) => ({
+      kind: 'short',
+      head: [`Content-Length: ${Math.max(declared, sent + 1)}`],
+      body: 'y'.repeat(Math.min(sent, Math.max(declared, sent + 1) - 1)),
+    })),
     // chunked bodies that break before their last chunk
-    fc.array(fc.oneof(fc.constantFrom('5\r\nabcde\r\n', 'zz\r\n', '5\r\nab', '-1\r\n', '5;ext=\x01\r\nabcde\r\n', 'fffffffffffffffffff\r\n', '3\r\nabc\n', '\r\n'), fc.string({ unit: latin1Char, maxLength: 10 })), { minLength: 1, maxLength: 4 }).map(
-      (chunks) => ({ kind: 'chunked', head: ['Transfer-Encoding: chunked'], body: chunks.join('').replace(/0\r\n\r\n/g, '') }),
-    ),
+    fc
+      .array(
+        fc.oneof(
+          fc.constantFrom('5\r\nabcde\r\n', 'zz\r\n', '5\r\nab', '-1\r\n', '5;ext=\x01\r\nabcde\r\n', 'fffffffffffffffffff\r\n', '3\r\nabc\n', '\r\n'),
+          fc.string({ unit: latin1Char, maxLength: 10 }),
+        ),
+        { minLength: 1, maxLength: 4 },
+      )
+      .map((chunks) => ({ kind: 'chunked', head: ['Transfer-Encoding: chunked'], body: chunks.join('').replace(/0\r\n\r\n/g, '') })),
     // conflicting or broken framing headers
-    fc.constantFrom(['Content-Length: 5', 'Transfer-Encoding: chunked'], ['Transfer-Encoding: chunked, gzip'], ['Transfer-Encoding: identity'], ['Content-Length: -1'], ['Content-Length: 0x10'], ['Content-Length: 1', 'Content-Length: 1, 2'], ['Content-Length: 99999999999999999999']).map((h) => ({ kind: 'headers', head: h, body: 'abcde' })),
+    fc
+      .constantFrom(
+        ['Content-Length: 5', 'Transfer-Encoding: chunked'],
+        ['Transfer-Encoding: chunked, gzip'],
+        ['Transfer-Encoding: identity'],
+        ['Content-Length: -1'],
+        ['Content-Length: 0x10'],
+        ['Content-Length: 1', 'Content-Length: 1, 2'],
+        ['Content-Length: 99999999999999999999'],
+      )
+      .map((h) => ({ kind: 'headers', head: h, body: 'abcde' })),
   );
 
   it('generated broken bodies on writes to the fixtures: an answer, and nothing stored', async () => {
@@ -334,7 +623,9 @@ describe('bad input through the gateway', () => {
       fc.asyncProperty(framing, fc.boolean(), async (f, toUploading) => {
         const target = toUploading ? uploadingId : readyId;
         const range = toUploading ? 'bytes 100-199/300' : 'bytes 0-99/1000';
-        const x = await send([head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, ['Host: g', bearer(), `Content-Range: ${range}`, ...f.head]) + f.body, 50], { halfClose: true });
+        const x = await send([head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, ['Host: g', bearer(), `Content-Range: ${range}`, ...f.head]) + f.body, 50], {
+          halfClose: true,
+        });
         const [r] = expectSane(x, '/v1', `${f.kind} ${JSON.stringify(f)}`);
         expect(r!.status).toBeGreaterThanOrEqual(400);
       }),
@@ -355,7 +646,21 @@ describe('bad input through the gateway', () => {
     expect(routes.size).toBeGreaterThan(0);
     // Requests refused from their head are counted too (the unknown Expect above: 417).
     expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*status="417"/);
-    for (const route of routes) expect(['other', '/v1/:ownerId/contents', '/v1/:ownerId/contents/:contentId', '/auth/v5.x/authenticate-by-cert', '/auth/v5.x/approve-cert', '/sessions/v5.x/sessions/refresh', '/healthz', '/readyz', '/metrics', '/docs', '/openapi.yaml', '/openapi.json']).toContain(route);
+    for (const route of routes)
+      expect([
+        'other',
+        '/v1/:ownerId/contents',
+        '/v1/:ownerId/contents/:contentId',
+        '/auth/v5.x/authenticate-by-cert',
+        '/auth/v5.x/approve-cert',
+        '/sessions/v5.x/sessions/refresh',
+        '/healthz',
+        '/readyz',
+        '/metrics',
+        '/docs',
+        '/openapi.yaml',
+        '/openapi.json',
+      ]).toContain(route);
   });
 
   it('ran at least 300 cases and left the fixtures byte for byte as they were', async () => {

@@ -87,7 +87,10 @@ describe('the content command line and stream uploads against the running system
     expect(resumed.code).toBe(0);
     expect(resumed.stdout.trim()).toBe(id);
     // Without a terminal progress comes as lines; the first counts what the service already had.
-    const grid = Array.from({ length: Math.ceil(data.length / PART_SIZE) }, (_, k) => ({ start: k * PART_SIZE, end: Math.min((k + 1) * PART_SIZE, data.length) - 1 }));
+    const grid = Array.from({ length: Math.ceil(data.length / PART_SIZE) }, (_, k) => ({
+      start: k * PART_SIZE,
+      end: Math.min((k + 1) * PART_SIZE, data.length) - 1,
+    }));
     const kept = grid.filter((p) => before.received.some((r) => r.start <= p.start && r.end >= p.end)).reduce((n, p) => n + p.end - p.start + 1, 0);
     expect(kept).toBeGreaterThan(0);
     expect(resumed.stderr.split('\n')[0]).toMatch(new RegExp(`^upload: \\d+% ${kept}/${data.length} bytes`));
@@ -106,7 +109,8 @@ describe('the content command line and stream uploads against the running system
     const stranger = pki.issue('not-registered', root);
     const apiKey = await newApiKey();
     const config = join(dir, 'errors-config.json');
-    const login = (cert: string, key: string, k: string) => cli(['login', '--cert', cert, '--key', key, '--api-key', k, '--url', testStack().gatewayUrl, '--config', config]);
+    const login = (cert: string, key: string, k: string) =>
+      cli(['login', '--cert', cert, '--key', key, '--api-key', k, '--url', testStack().gatewayUrl, '--config', config]);
 
     const unknown = await login(stranger.certPath, stranger.keyPath, apiKey);
     expect(unknown.code).toBe(3);
@@ -137,7 +141,22 @@ describe('the content command line and stream uploads against the running system
     await registerUser(user, [owner]);
     const apiKey = await newApiKey();
     const config = join(dir, 'p384-config.json');
-    const login = await cli(['login', '--cert', user.certPath, '--key', user.keyPath, '--api-key', apiKey, '--owner', owner, '--url', testStack().gatewayUrl, '--config', config, '--json']);
+    const login = await cli([
+      'login',
+      '--cert',
+      user.certPath,
+      '--key',
+      user.keyPath,
+      '--api-key',
+      apiKey,
+      '--owner',
+      owner,
+      '--url',
+      testStack().gatewayUrl,
+      '--config',
+      config,
+      '--json',
+    ]);
     expect(login.stderr).toBe('');
     expect(login.code).toBe(0);
     const file = join(dir, 'p384.bin');

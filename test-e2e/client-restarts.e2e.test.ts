@@ -75,12 +75,16 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const stack = testStack();
     token = await tokenFor([owner]);
     const [authPort, contentPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
-    content = new Restartable('content-service', contentPort, contentReplicaEnv({
+    content = new Restartable(
+      'content-service',
+      contentPort,
+      contentReplicaEnv({
         LOG_LEVEL: 'warn',
         ASSEMBLY_LEASE_SECONDS: String(PART_LEASE_SECONDS),
         SESSION_SERVICE_URL: stack.services['session-service']!.url,
         SESSION_SERVICE_INTERNAL_SECRET: stack.internalSecrets.contentToSession,
-      }));
+      }),
+    );
     gateway = new Restartable('gateway', gatewayPort, {
       LOG_LEVEL: 'warn',
       CONTENT_SERVICE_URL: content.url,
@@ -128,7 +132,9 @@ describe('the client rides out restarts of the gateway, the content-service and 
       const doneAt = Date.now();
       expect(restart).not.toBeNull();
       const { killedAt, readyAt } = await restart!;
-      console.log(`download through a killed gateway: down ${seconds(readyAt - killedAt)} (kill to ready), done ${seconds(doneAt - readyAt)} after it was ready; waits: ${[...new Set(notices.map((n) => n.reason))].join(', ')}`);
+      console.log(
+        `download through a killed gateway: down ${seconds(readyAt - killedAt)} (kill to ready), done ${seconds(doneAt - readyAt)} after it was ready; waits: ${[...new Set(notices.map((n) => n.reason))].join(', ')}`,
+      );
       expect(r).toEqual({ bytes: data.length, sha256: sha256(data) });
       expect(await fileSha256(out)).toBe(sha256(data));
       expect(notices.length).toBeGreaterThan(0);
@@ -153,10 +159,14 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const result = await run.done;
     const doneAt = Date.now();
     const waits = result.stderr.split('\n').filter((l) => l.includes('waiting'));
-    console.log(`CLI upload through a killed gateway: down ${seconds(readyAt - killedAt)}, done ${seconds(doneAt - readyAt)} after it was ready; progress said:\n${waits.join('\n')}`);
+    console.log(
+      `CLI upload through a killed gateway: down ${seconds(readyAt - killedAt)}, done ${seconds(doneAt - readyAt)} after it was ready; progress said:\n${waits.join('\n')}`,
+    );
     expect(result.code).toBe(0);
     expect(waits.length).toBeGreaterThan(0);
-    expect(waits[0]).toMatch(/^upload: waiting \d+ s: (connection (refused|reset|closed while sending)|service unavailable \(503\)|bad gateway \(502\)), retrying for (\d+m)?\d+s more$/);
+    expect(waits[0]).toMatch(
+      /^upload: waiting \d+ s: (connection (refused|reset|closed while sending)|service unavailable \(503\)|bad gateway \(502\)), retrying for (\d+m)?\d+s more$/,
+    );
     expect(result.stderr).toMatch(/upload: going on after \d+s of retries/);
     expect(result.stderr).toMatch(/upload: 100% /);
     expect(doneAt - readyAt).toBeLessThan(RECOVERY_BOUND_MS);
@@ -170,7 +180,7 @@ describe('the client rides out restarts of the gateway, the content-service and 
     }
   });
 
-  it('finishes an upload from the command line when the content-service is killed mid-part, once the part\'s lease runs out', async () => {
+  it("finishes an upload from the command line when the content-service is killed mid-part, once the part's lease runs out", async () => {
     const data = randomBytes(256 * MiB);
     const file = join(dir, 'up-content.bin');
     writeFileSync(file, data);
@@ -181,7 +191,9 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const result = await run.done;
     const doneAt = Date.now();
     const waits = result.stderr.split('\n').filter((l) => l.includes('waiting'));
-    console.log(`CLI upload through a killed content-service (part lease ${PART_LEASE_SECONDS} s): down ${seconds(readyAt - killedAt)}, done ${seconds(doneAt - readyAt)} after it was ready, ${seconds(doneAt - killedAt)} after the kill; progress said:\n${waits.join('\n')}`);
+    console.log(
+      `CLI upload through a killed content-service (part lease ${PART_LEASE_SECONDS} s): down ${seconds(readyAt - killedAt)}, done ${seconds(doneAt - readyAt)} after it was ready, ${seconds(doneAt - killedAt)} after the kill; progress said:\n${waits.join('\n')}`,
+    );
     expect(result.code).toBe(0);
     expect(waits.length).toBeGreaterThan(0);
     // The killed write's claim holds the part until its lease runs out; then the retry goes through.
@@ -219,11 +231,17 @@ describe('the client rides out restarts of the gateway, the content-service and 
       const { killedAt, readyAt } = await auth.killAndRestart();
       const approved = await call(`${Link.Href}&apiKey=${apiKey}`, { method: 'POST', body: rnd, headers: { 'content-type': 'application/octet-stream' } });
       const approvedAt = Date.now();
-      console.log(`approve-cert on a restarted auth-service: down ${seconds(readyAt - killedAt)}, approved ${seconds(approvedAt - readyAt)} after it was ready`);
+      console.log(
+        `approve-cert on a restarted auth-service: down ${seconds(readyAt - killedAt)}, approved ${seconds(approvedAt - readyAt)} after it was ready`,
+      );
       expect(approved.status).toBe(200);
       const { Sid } = approved.json() as { Sid: string };
       expect(Sid).toMatch(/^[0-9A-F]{64}$/);
-      const created = await call(`${gateway.url}/v1/${signedOwner}/contents`, { method: 'POST', body: Buffer.from('hello'), headers: { authorization: `auth.sid ${Sid}` } });
+      const created = await call(`${gateway.url}/v1/${signedOwner}/contents`, {
+        method: 'POST',
+        body: Buffer.from('hello'),
+        headers: { authorization: `auth.sid ${Sid}` },
+      });
       expect(created.status).toBe(201);
     });
 
@@ -236,7 +254,9 @@ describe('the client rides out restarts of the gateway, the content-service and 
         const pair = await c.signIn({ certificatePem: readFileSync(user.certPath, 'utf8'), privateKeyPem: readFileSync(user.keyPath, 'utf8'), apiKey });
         const doneAt = Date.now();
         const { killedAt, readyAt } = await restart;
-        console.log(`library sign-in across an auth-service restart: down ${seconds(readyAt - killedAt)}, signed in ${seconds(doneAt - readyAt)} after it was ready; waits: ${notices.map((n) => `${n.reason} ${n.delayMs} ms`).join(', ')}`);
+        console.log(
+          `library sign-in across an auth-service restart: down ${seconds(readyAt - killedAt)}, signed in ${seconds(doneAt - readyAt)} after it was ready; waits: ${notices.map((n) => `${n.reason} ${n.delayMs} ms`).join(', ')}`,
+        );
         expect(pair.sid).toMatch(/^[0-9A-F]{64}$/);
         expect(notices.length).toBeGreaterThan(0);
         expect(notices[0]!.reason).toBe('service unavailable (503)');

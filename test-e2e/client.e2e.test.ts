@@ -101,7 +101,13 @@ describe('the client library against the running system', () => {
     const out = join(dir, 'small-back.bin');
     const abort = new AbortController();
     await expect(
-      c.downloadFile(id, out, { owner, chunkSize: MiB, concurrency: 1, signal: abort.signal, onProgress: (p) => p.done >= 2 * MiB && abort.abort(new Error('stop')) }),
+      c.downloadFile(id, out, {
+        owner,
+        chunkSize: MiB,
+        concurrency: 1,
+        signal: abort.signal,
+        onProgress: (p) => p.done >= 2 * MiB && abort.abort(new Error('stop')),
+      }),
     ).rejects.toThrow();
     const before = c.transport.requests;
     const r = await c.downloadFile(id, out, { owner, chunkSize: MiB, concurrency: 1, resume: true });
@@ -168,7 +174,22 @@ describe('the client library against the running system', () => {
       const keyFile = join(pki.dir, 'cli.key');
       writeFileSync(certFile, cert);
       writeFileSync(keyFile, key);
-      const login = await cli(['login', '--cert', certFile, '--key', keyFile, '--api-key', apiKey, '--owner', signedOwner, '--url', stack.gatewayUrl, '--config', config, '--json']);
+      const login = await cli([
+        'login',
+        '--cert',
+        certFile,
+        '--key',
+        keyFile,
+        '--api-key',
+        apiKey,
+        '--owner',
+        signedOwner,
+        '--url',
+        stack.gatewayUrl,
+        '--config',
+        config,
+        '--json',
+      ]);
       expect(login.code).toBe(0);
       expect(JSON.parse(login.stdout).sid).toMatch(/^[0-9A-F]{64}$/);
       const file = join(dir, 'cli-small.bin');
@@ -195,7 +216,11 @@ describe('the client library against the running system', () => {
       const stack = testStack();
       const shortLived = await startService('session-service', { logDir: stack.logDir, env: { ...stack.sessionEnv, SID_TTL_SECONDS: '1', LOG_LEVEL: 'warn' } });
       try {
-        const created = await postJson(`${shortLived.url}/internal/sessions`, { userId: signedUser, owners: [signedOwner] }, { 'x-internal-secret': stack.internalSecrets.authToSession });
+        const created = await postJson(
+          `${shortLived.url}/internal/sessions`,
+          { userId: signedUser, owners: [signedOwner] },
+          { 'x-internal-secret': stack.internalSecrets.authToSession },
+        );
         await sleep(1500); // the sid is now expired; its refresh token lives on
         let saved: unknown = null;
         const c = new ContentClient({
@@ -249,7 +274,9 @@ function postJson(url: string, body: unknown, headers: Record<string, string>): 
     const req = request(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 201 ? resolve(JSON.parse(Buffer.concat(chunks).toString())) : reject(new Error(`${res.statusCode} ${Buffer.concat(chunks)}`))));
+      res.on('end', () =>
+        res.statusCode === 201 ? resolve(JSON.parse(Buffer.concat(chunks).toString())) : reject(new Error(`${res.statusCode} ${Buffer.concat(chunks)}`)),
+      );
     });
     req.on('error', reject);
     req.end(data);
@@ -259,7 +286,10 @@ function postJson(url: string, body: unknown, headers: Record<string, string>): 
 /** The `content` command as a user runs it: exit code, stdout, stderr. */
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(__dirname, '..', 'libs', 'client', 'dist', 'cli', 'main.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CONTENT_TOKEN: '' } });
+    const child = spawn(process.execPath, [join(__dirname, '..', 'libs', 'client', 'dist', 'cli', 'main.js'), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CONTENT_TOKEN: '' },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -40,7 +40,9 @@ describe('request sequences of the official clients, through the gateway', () =>
       const b = Math.min(a + MiB, n) - 1;
       const last = b === n - 1;
       // every third chunk goes chunked, as the C# client sometimes does
-      const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${b}/${n}` }, data.subarray(a, b + 1), { chunked: chunkNo++ % 3 === 1 });
+      const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${b}/${n}` }, data.subarray(a, b + 1), {
+        chunked: chunkNo++ % 3 === 1,
+      });
       expect([last ? 201 : 200, r.body.toString()]).toEqual([r.status, r.body.toString()]);
       expect(JSON.parse(r.body.toString())).toEqual({ id, content: { id }, 'is-completed': last });
     }
@@ -158,7 +160,12 @@ describe('request sequences of the official clients, through the gateway', () =>
           const dup = await put(pieces[2]!, '*', id);
           expect(dup.status).toBe(200);
           // a partial overlap of received bytes: refused, nothing changed
-          const overlap = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${pieces[2]!.a + 10}-${pieces[2]!.b + 10}/*` }, randomBytes(pieces[2]!.b - pieces[2]!.a + 1));
+          const overlap = await send(
+            'PUT',
+            contentsUrl(owner, id),
+            { ...auth, 'content-range': `bytes ${pieces[2]!.a + 10}-${pieces[2]!.b + 10}/*` },
+            randomBytes(pieces[2]!.b - pieces[2]!.a + 1),
+          );
           expect(overlap.status).toBe(409);
         }
         const r = await put(p, i === lastIndex ? n : '*', id);
@@ -180,7 +187,9 @@ describe('request sequences of the official clients, through the gateway', () =>
         credentials: { accessKeyId: stack.backing.S3_ACCESS_KEY_ID, secretAccessKey: stack.backing.S3_SECRET_ACCESS_KEY },
       });
       const staged = async (id: string) =>
-        ((await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? []).map((o) => o.Key!.split('/')[2]!.split('.')[0]);
+        ((await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? []).map(
+          (o) => o.Key!.split('/')[2]!.split('.')[0],
+        );
       // the content-service's counters, summed over the series whose line has every given label
       const metric = async (name: string, label = '') => {
         const text = await (await fetch(`${stack.services['content-service']!.url}/metrics`)).text();
@@ -189,7 +198,11 @@ describe('request sequences of the official clients, through the gateway', () =>
           .filter((l) => l.startsWith(`${name}{`) && l.includes(label))
           .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
       };
-      const before = { staged: await metric('content_pieces_staged_total'), assembled: await metric('content_parts_stored_total', 'via="assembled"'), completed: await metric('content_uploads_completed_total') };
+      const before = {
+        staged: await metric('content_pieces_staged_total'),
+        assembled: await metric('content_parts_stored_total', 'via="assembled"'),
+        completed: await metric('content_uploads_completed_total'),
+      };
       try {
         // 3 MiB chunks: the one at 63 MiB holds the last MiB of part 1 and the first 2 MiB of part 2
         const n = P + 5 * MiB;
@@ -223,7 +236,9 @@ describe('request sequences of the official clients, through the gateway', () =>
       const created = await send('POST', contentsUrl(owner), { ...auth, 'content-range': `bytes 0-${MiB - 1}/${n}` }, data.subarray(0, MiB));
       const { id } = JSON.parse(created.body.toString());
       // a body cut short (the connection drops mid-part) is refused and leaves nothing
-      const cut = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${MiB}-${2 * MiB - 1}/${n}` }, data.subarray(MiB, MiB + 1000), { chunked: true });
+      const cut = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${MiB}-${2 * MiB - 1}/${n}` }, data.subarray(MiB, MiB + 1000), {
+        chunked: true,
+      });
       expect(cut.status).toBe(400);
       const status = await send('HEAD', contentsUrl(owner, id), auth);
       expect(status.headers['x-received-ranges']).toBe(`0-${MiB - 1}`);

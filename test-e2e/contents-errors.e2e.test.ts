@@ -149,7 +149,9 @@ describe('errors on /v1', () => {
   describe('411, 413, 416', () => {
     it('asks for a length when there is neither Content-Length nor a chunked body', async () => {
       const host = new URL(testStack().gatewayUrl).host;
-      const r = await rawRequest(`PUT /v1/${owner}/contents/${uploadingId} HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${token}\nContent-Range: bytes 100-199/300\nConnection: close`);
+      const r = await rawRequest(
+        `PUT /v1/${owner}/contents/${uploadingId} HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${token}\nContent-Range: bytes 100-199/300\nConnection: close`,
+      );
       expectError(r, 411, 'lengthRequired');
     });
     it('refuses a part longer than 64 MiB and a total above 30 GiB', async () => {
@@ -201,7 +203,12 @@ describe('errors on /v1', () => {
         const r = await call(`${service.url}/v1/${owner}/contents`, { method: 'POST', body: randomBytes(100), token });
         expectError(r, 503, 'storageUnavailable');
         expect(r.headers.get('retry-after')).toBeTruthy();
-        const put = await call(`${service.url}/v1/${owner}/contents/${uploadingId}`, { method: 'PUT', body: randomBytes(100), headers: { 'content-range': 'bytes 100-199/300' }, token });
+        const put = await call(`${service.url}/v1/${owner}/contents/${uploadingId}`, {
+          method: 'PUT',
+          body: randomBytes(100),
+          headers: { 'content-range': 'bytes 100-199/300' },
+          token,
+        });
         expectError(put, 503, 'storageUnavailable');
       } finally {
         expect(await service.stop()).toBe(0);

@@ -136,7 +136,11 @@ describe('a content-service killed in the middle of an upload', () => {
   }
 
   const report = (what: string, figures: Record<string, number>) =>
-    process.stdout.write(`${what}: ${Object.entries(figures).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`).join(', ')}\n`);
+    process.stdout.write(
+      `${what}: ${Object.entries(figures)
+        .map(([k, v]) => `${k} ${(v / 1000).toFixed(1)} s`)
+        .join(', ')}\n`,
+    );
 
   it('in the middle of a 64 MiB part: after a restart, the client completes the content within 30 s with the same SHA-256', async () => {
     const port = await freePort();
@@ -156,7 +160,11 @@ describe('a content-service killed in the middle of an upload', () => {
     const restartedAt = Date.now();
     await resume(gateway, id, data, P, 60_000);
     const readyAt = Date.now();
-    report('kill -9 mid 64 MiB part, restart', { 'restart took': restartedAt - killedAt, 'complete after restart': readyAt - restartedAt, 'complete after kill': readyAt - killedAt });
+    report('kill -9 mid 64 MiB part, restart', {
+      'restart took': restartedAt - killedAt,
+      'complete after restart': readyAt - restartedAt,
+      'complete after kill': readyAt - killedAt,
+    });
     expect(readyAt - restartedAt).toBeLessThan(AFTER_RESTART_MS);
     await expectSame(gateway, id, data);
     await expectNothingLeft(id);
@@ -193,7 +201,11 @@ describe('a content-service killed in the middle of an upload', () => {
     const restartedAt = Date.now();
     await resume(gateway, id, data, MiB, 60_000);
     const readyAt = Date.now();
-    report('kill -9 mid 1 MiB chunks, restart', { 'restart took': restartedAt - killedAt, 'complete after restart': readyAt - restartedAt, 'complete after kill': readyAt - killedAt });
+    report('kill -9 mid 1 MiB chunks, restart', {
+      'restart took': restartedAt - killedAt,
+      'complete after restart': readyAt - restartedAt,
+      'complete after kill': readyAt - killedAt,
+    });
     expect(readyAt - restartedAt).toBeLessThan(AFTER_RESTART_MS);
     await expectSame(gateway, id, data);
     await expectNothingLeft(id);

@@ -37,7 +37,15 @@ describe('two content-service replicas', () => {
   const url = (replica: number, id?: string) => `${replicas[replica % 2]!.url}/v1/${owner}/contents${id ? `/${id}` : ''}`;
 
   /** Sends a range; a 503 (a part being assembled, the content busy) is retried after its Retry-After, as clients do. */
-  async function send(replica: number, method: 'POST' | 'PUT', id: string | undefined, data: Buffer, a: number, b: number, total: number | '*'): Promise<Answer> {
+  async function send(
+    replica: number,
+    method: 'POST' | 'PUT',
+    id: string | undefined,
+    data: Buffer,
+    a: number,
+    b: number,
+    total: number | '*',
+  ): Promise<Answer> {
     for (let attempt = 0; ; attempt++) {
       const res = await call(url(replica, id), { method, body: data.subarray(a, b), headers: { 'content-range': rangeOf(a, b, total) }, token });
       if (res.status !== 503 || attempt === 20) return res;

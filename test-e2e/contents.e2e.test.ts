@@ -130,10 +130,7 @@ describe('contents through the gateway', () => {
       const created = await postPart(owner, token, tail, rangeOf(2 * P, total, total));
       expect(created.status).toBe(201);
       const id = created.json().id;
-      const answers = await Promise.all([
-        putPart(owner, id, token, part1, rangeOf(0, P, total)),
-        putPart(owner, id, token, part2, rangeOf(P, 2 * P, total)),
-      ]);
+      const answers = await Promise.all([putPart(owner, id, token, part1, rangeOf(0, P, total)), putPart(owner, id, token, part2, rangeOf(P, 2 * P, total))]);
       const statuses = answers.map((a) => a.status).sort();
       expect(statuses).toEqual([200, 201]);
       expect(answers.filter((a) => a.json()['is-completed'] === true).length).toBeGreaterThanOrEqual(1);
@@ -149,7 +146,7 @@ describe('contents through the gateway', () => {
     }
   });
 
-  it('never lets one owner read or learn of another owner\'s content', async () => {
+  it("never lets one owner read or learn of another owner's content", async () => {
     const other = newOwner();
     const otherToken = await tokenFor([other]);
     const created = await postPart(owner, token, randomBytes(100), null);

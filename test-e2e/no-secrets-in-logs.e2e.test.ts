@@ -15,7 +15,16 @@ import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 const { startStack } = require('../scripts/stack') as {
-  startStack: (opts: Record<string, unknown>) => Promise<{ gatewayUrl: string; authDatabase: string; backing: Record<string, string>; keysDir: string; stop: () => Promise<void>; services: { logFile: string }[] } & Record<string, unknown>>;
+  startStack: (opts: Record<string, unknown>) => Promise<
+    {
+      gatewayUrl: string;
+      authDatabase: string;
+      backing: Record<string, string>;
+      keysDir: string;
+      stop: () => Promise<void>;
+      services: { logFile: string }[];
+    } & Record<string, unknown>
+  >;
 };
 const run = promisify(execFile);
 
@@ -25,9 +34,11 @@ describe('credentials in logs', () => {
   const secrets = new Map<string, string>(); // value -> what it is
 
   const admin = async (...args: string[]): Promise<string> =>
-    (await run(process.execPath, [join(ROOT, 'services', 'auth-service', 'dist', 'admin', 'cli.js'), ...args], {
-      env: { ...process.env, MONGODB_URL: stack.backing.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase },
-    })).stdout;
+    (
+      await run(process.execPath, [join(ROOT, 'services', 'auth-service', 'dist', 'admin', 'cli.js'), ...args], {
+        env: { ...process.env, MONGODB_URL: stack.backing.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase },
+      })
+    ).stdout;
 
   beforeAll(async () => {
     stack = await startStack({ prefix: `logs${Date.now().toString(36)}`, logDir, keysDir: testStack().keysDir, env: { LOG_LEVEL: 'trace' } });
@@ -88,7 +99,10 @@ describe('credentials in logs', () => {
     const q = new URLSearchParams({ 'auth.sid': a.Sid, 'refresh-token': a.RefreshToken, 'api-key': apiKey });
     await refreshed(await call(`${gw}/sessions/v5.13/sessions/refresh?${q}`, { method: 'POST' }), 'query');
     await refreshed(
-      await call(`${gw}/sessions/v5.13/sessions/refresh`, { method: 'POST', headers: { authorization: `auth.sid ${b.Sid}`, 'x-refresh-token': b.RefreshToken, 'x-kontur-apikey': apiKey } }),
+      await call(`${gw}/sessions/v5.13/sessions/refresh`, {
+        method: 'POST',
+        headers: { authorization: `auth.sid ${b.Sid}`, 'x-refresh-token': b.RefreshToken, 'x-kontur-apikey': apiKey },
+      }),
       'header',
     );
     // A refused refresh (an unknown refresh token) logs a refusal: still no credential in it.

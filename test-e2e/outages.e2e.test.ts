@@ -18,7 +18,9 @@ import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 const { startStack, startService, freePort } = require('../scripts/stack') as {
-  startStack: (opts: Record<string, unknown>) => Promise<{ gatewayUrl: string; authDatabase: string; sessionEnv: Record<string, string>; services: Service[]; stop: () => Promise<void> }>;
+  startStack: (
+    opts: Record<string, unknown>,
+  ) => Promise<{ gatewayUrl: string; authDatabase: string; sessionEnv: Record<string, string>; services: Service[]; stop: () => Promise<void> }>;
   startService: (name: string, opts: Record<string, unknown>) => Promise<Service>;
   freePort: () => Promise<number>;
 };
@@ -81,9 +83,11 @@ describe('outages of S3, MongoDB and Redis', () => {
   const measured: string[] = [];
 
   const admin = async (...args: string[]): Promise<string> =>
-    (await run(process.execPath, [join(ROOT, 'services', 'auth-service', 'dist', 'admin', 'cli.js'), ...args], {
-      env: { ...process.env, MONGODB_URL: backing.env.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase },
-    })).stdout;
+    (
+      await run(process.execPath, [join(ROOT, 'services', 'auth-service', 'dist', 'admin', 'cli.js'), ...args], {
+        env: { ...process.env, MONGODB_URL: backing.env.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase },
+      })
+    ).stdout;
 
   const v1 = (id?: string): string => `${gw}/v1/${owner}/contents${id ? `/${id}` : ''}`;
   const bearer = { authorization: '' };
@@ -100,12 +104,20 @@ describe('outages of S3, MongoDB and Redis', () => {
     return JSON.parse(r.body.toString()) as { Sid: string; RefreshToken: string };
   };
   const refresh = (pair: { Sid: string; RefreshToken: string }) =>
-    timed(`${gw}/sessions/v5.13/sessions/refresh`, { method: 'POST', headers: { authorization: `auth.sid ${pair.Sid}`, 'x-refresh-token': pair.RefreshToken, 'x-kontur-apikey': apiKey } });
+    timed(`${gw}/sessions/v5.13/sessions/refresh`, {
+      method: 'POST',
+      headers: { authorization: `auth.sid ${pair.Sid}`, 'x-refresh-token': pair.RefreshToken, 'x-kontur-apikey': apiKey },
+    });
 
   beforeAll(async () => {
     const ports = { s3: await freePort(), mongodb: await freePort(), redis: await freePort() };
     backing = await startPrivateBacking(dir, ports);
-    stack = await startStack({ prefix: `out${Date.now().toString(36)}`, logDir: join(dir, 'logs'), keysDir: testStack().keysDir, env: { ...backing.env, LOG_LEVEL: 'warn' } });
+    stack = await startStack({
+      prefix: `out${Date.now().toString(36)}`,
+      logDir: join(dir, 'logs'),
+      keysDir: testStack().keysDir,
+      env: { ...backing.env, LOG_LEVEL: 'warn' },
+    });
     gw = stack.gatewayUrl;
     const pki = new TestPki();
     const root = pki.root('Outages Root CA');
@@ -159,13 +171,21 @@ describe('outages of S3, MongoDB and Redis', () => {
     // Before: an upload with one of its two halves, a pending challenge, a pair to refresh.
     const half = 256 * 1024;
     const upload = randomBytes(2 * half);
-    const first = await timed(v1(), { method: 'POST', body: upload.subarray(0, half), headers: { ...bearer, 'content-range': `bytes 0-${half - 1}/${2 * half}` } });
+    const first = await timed(v1(), {
+      method: 'POST',
+      body: upload.subarray(0, half),
+      headers: { ...bearer, 'content-range': `bytes 0-${half - 1}/${2 * half}` },
+    });
     expect(first.status).toBe(201);
     const uploadingId = (JSON.parse(first.body.toString()) as { id: string }).id;
     // And a content whose first 64 MiB part is still to come: that part streams straight into UploadPart.
     const P = 64 * 1024 * 1024;
     const tail = randomBytes(1024);
-    const big = await timed(v1(), { method: 'POST', body: tail, headers: { ...bearer, 'content-range': `bytes ${P}-${P + tail.length - 1}/${P + tail.length}` } });
+    const big = await timed(v1(), {
+      method: 'POST',
+      body: tail,
+      headers: { ...bearer, 'content-range': `bytes ${P}-${P + tail.length - 1}/${P + tail.length}` },
+    });
     expect(big.status).toBe(201);
     const bigId = (JSON.parse(big.body.toString()) as { id: string }).id;
     const bigPart = randomBytes(P);
@@ -196,7 +216,12 @@ describe('outages of S3, MongoDB and Redis', () => {
 
     // While it is down: every kind of request, at once.
     const probes: Record<string, () => Promise<Reply>> = {
-      'upload-part': () => timed(v1(uploadingId), { method: 'PUT', body: upload.subarray(half), headers: { ...bearer, 'content-range': `bytes ${half}-${2 * half - 1}/${2 * half}` } }),
+      'upload-part': () =>
+        timed(v1(uploadingId), {
+          method: 'PUT',
+          body: upload.subarray(half),
+          headers: { ...bearer, 'content-range': `bytes ${half}-${2 * half - 1}/${2 * half}` },
+        }),
       'part-64mib': () => timed(v1(bigId), { method: 'PUT', body: bigPart, headers: { ...bearer, 'content-range': `bytes 0-${P - 1}/${P + tail.length}` } }),
       download: () => timed(v1(known.id), { headers: bearer }),
       head: () => timed(v1(known.id), { method: 'HEAD', headers: bearer }),
@@ -240,7 +265,9 @@ describe('outages of S3, MongoDB and Redis', () => {
     measured.push(
       `${name} ${how}: down: ${downMs.join(', ')}; traffic max ${Math.round(Math.max(...traffic.slice(seenBefore).map((r) => r.ms)))} ms over ${traffic.length - seenBefore} requests (${stored.length} uploads stored); ` +
         `${how === 'SIGKILL' ? `restart ${Math.round(backAt - restartStarted)} ms, ` : ''}all kinds answered 2xx again ${Math.round(firstRecovery)} ms after it was back ` +
-        `(${Object.entries(recovered).map(([p, ms]) => `${p} ${Math.round(ms)}`).join(', ')}); fault lasted ${Math.round(backAt - faultAt)} ms`,
+        `(${Object.entries(recovered)
+          .map(([p, ms]) => `${p} ${Math.round(ms)}`)
+          .join(', ')}); fault lasted ${Math.round(backAt - faultAt)} ms`,
     );
 
     // Bounds: every request during the outage answered within 5 s, in the contract's terms.
@@ -324,7 +351,11 @@ describe('outages of S3, MongoDB and Redis', () => {
     const after = await refresh(next);
     expect(`${after.status} ${after.body.toString()}`).toMatch(/^200 /);
     measured.push(
-      `session-service kill -9 ${killAfterMs} ms into a refresh burst (answers during it: ${Object.entries(answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {})).map(([st, n]) => `${n}× ${st}`).join(', ')}); ` +
+      `session-service kill -9 ${killAfterMs} ms into a refresh burst (answers during it: ${Object.entries(
+        answers.reduce<Record<number, number>>((n, r) => ({ ...n, [r.status]: (n[r.status] ?? 0) + 1 }), {}),
+      )
+        .map(([st, n]) => `${n}× ${st}`)
+        .join(', ')}); ` +
         `restarted and ready ${Math.round(readyMs)} ms after the kill; the client's retry got the pair after ${retries} tries, ${Math.round(performance.now() - killedAt)} ms after the kill`,
     );
   });

@@ -53,7 +53,9 @@ describe('certificate chains', () => {
       console.log(`A↔B loop, server/client ms: ${times.join(' ')}`);
       const after = processUsage(authPid());
       const idle = await cpuDuring(authPid(), 1_000);
-      console.log(`auth-service: ${(after.cpuMs - before.cpuMs).toFixed(0)} ms CPU for 20 requests, then ${idle.toFixed(0)} ms CPU in the next second; RSS ${(before.rssBytes / 2 ** 20).toFixed(0)} → ${(after.rssBytes / 2 ** 20).toFixed(0)} MiB`);
+      console.log(
+        `auth-service: ${(after.cpuMs - before.cpuMs).toFixed(0)} ms CPU for 20 requests, then ${idle.toFixed(0)} ms CPU in the next second; RSS ${(before.rssBytes / 2 ** 20).toFixed(0)} → ${(after.rssBytes / 2 ** 20).toFixed(0)} MiB`,
+      );
       // A path search still running would burn a whole core (1,000 ms per second).
       expect(idle).toBeLessThan(300);
       expect(after.rssBytes - before.rssBytes).toBeLessThan(64 * 2 ** 20);
@@ -75,7 +77,9 @@ describe('certificate chains', () => {
       const server = serverMs(res);
       const idle = await cpuDuring(authPid(), 1_000);
       const after = processUsage(authPid());
-      console.log(`chain of 1,000 (${(body.length / 1024).toFixed(0)} KiB): server ${server.toFixed(1)} ms, client ${client.toFixed(0)} ms; then ${idle.toFixed(0)} ms CPU in the next second; RSS ${(before.rssBytes / 2 ** 20).toFixed(0)} → ${(after.rssBytes / 2 ** 20).toFixed(0)} MiB`);
+      console.log(
+        `chain of 1,000 (${(body.length / 1024).toFixed(0)} KiB): server ${server.toFixed(1)} ms, client ${client.toFixed(0)} ms; then ${idle.toFixed(0)} ms CPU in the next second; RSS ${(before.rssBytes / 2 ** 20).toFixed(0)} → ${(after.rssBytes / 2 ** 20).toFixed(0)} MiB`,
+      );
       expect(server).toBeLessThan(LIMIT_MS);
       expect(idle).toBeLessThan(300);
       expect(after.rssBytes - before.rssBytes).toBeLessThan(64 * 2 ** 20);
@@ -87,7 +91,11 @@ describe('certificate chains', () => {
 
     it('answers a self-issued cycle and a body of 300 look-alike CAs with 406 within 200 ms of server time', async () => {
       const tag = randomUUID().slice(0, 6);
-      const selfIssued = await makeCert(`E2E Cycle CA ${tag}`, await makeRoot(`E2E Cycle Signer ${tag}`), { ca: true, issuerName: `E2E Cycle CA ${tag}`, noKeyIds: true });
+      const selfIssued = await makeCert(`E2E Cycle CA ${tag}`, await makeRoot(`E2E Cycle Signer ${tag}`), {
+        ca: true,
+        issuerName: `E2E Cycle CA ${tag}`,
+        noKeyIds: true,
+      });
       const cycleUser = await makeLeaf(`e2e-cycle-user-${tag}`, selfIssued, { noKeyIds: true });
       await registerMade(cycleUser);
       const cycle = await authenticate(cycleUser.pem + selfIssued.pem + selfIssued.pem, { apiKey });
@@ -106,12 +114,18 @@ describe('certificate chains', () => {
       const loop = await crossSignedLoop(`E2E Fuzz ${randomUUID().slice(0, 6)}`);
       await registerMade(loop.leaf);
       const real = [loop.leaf, loop.a, loop.b, loop.aByB, loop.bByA].map((c) => c.der);
-      const mutated = fc.tuple(fc.constantFrom(...real), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 })).map(([der, edits]) => {
-        const b = Buffer.from(der);
-        for (const [at, v] of edits) b[at % b.length] = v;
-        return b;
-      });
-      const der = fc.oneof(fc.constantFrom(...real), mutated, fc.uint8Array({ minLength: 1, maxLength: 300 }).map((u) => Buffer.from(u)));
+      const mutated = fc
+        .tuple(fc.constantFrom(...real), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }))
+        .map(([der, edits]) => {
+          const b = Buffer.from(der);
+          for (const [at, v] of edits) b[at % b.length] = v;
+          return b;
+        });
+      const der = fc.oneof(
+        fc.constantFrom(...real),
+        mutated,
+        fc.uint8Array({ minLength: 1, maxLength: 300 }).map((u) => Buffer.from(u)),
+      );
       const pemOf = (d: Buffer) => `-----BEGIN CERTIFICATE-----\n${d.toString('base64')}\n-----END CERTIFICATE-----\n`;
       const body = fc.oneof(
         fc.array(der, { minLength: 1, maxLength: 14 }).map((ds) => Buffer.from(ds.map(pemOf).join(''))),
@@ -175,7 +189,9 @@ describe('certificate chains', () => {
       const stray = pki.root(`Stray Root ${randomUUID().slice(0, 6)}`);
       const intermediate = pki.issue(`Stray CA ${randomUUID().slice(0, 6)}`, stray, { ca: true });
       const user = pki.issue(`stray-user-${randomUUID().slice(0, 6)}`, intermediate);
-      await expect(admin('user', 'add', '--user', randomUUID(), '--owner', randomUUID(), '--cert', pki.chainFile(user, intermediate))).rejects.toMatchObject({ code: 2 });
+      await expect(admin('user', 'add', '--user', randomUUID(), '--owner', randomUUID(), '--cert', pki.chainFile(user, intermediate))).rejects.toMatchObject({
+        code: 2,
+      });
       expect((await authenticate(user.pem + intermediate.pem, { apiKey })).json().Code).toBe('UnknownCertificate');
     });
 
@@ -237,7 +253,11 @@ describe('certificate chains', () => {
     });
 
     const cases: [string, () => Promise<{ leaf: MadeCert; chain: MadeCert[] }>, string][] = [
-      ['an RSA leaf key under 2048 bits', async () => ({ leaf: await makeLeaf('e2e-rsa1024', root, { key: await newKey({ kind: 'rsa', bits: 1024 }) }), chain: [] }), '1024-bit RSA key'],
+      [
+        'an RSA leaf key under 2048 bits',
+        async () => ({ leaf: await makeLeaf('e2e-rsa1024', root, { key: await newKey({ kind: 'rsa', bits: 1024 }) }), chain: [] }),
+        '1024-bit RSA key',
+      ],
       [
         'an RSA intermediate key under 2048 bits',
         async () => {
@@ -256,12 +276,31 @@ describe('certificate chains', () => {
         },
         'pathLenConstraint',
       ],
-      ['an RSA leaf whose keyUsage lacks keyEncipherment', async () => ({ leaf: await makeLeaf('e2e-noencipher', root, { key: await newKey({ kind: 'rsa', bits: 2048 }), keyUsage: ['digitalSignature'] }), chain: [] }), 'keyEncipherment'],
-      ['an EC leaf whose keyUsage lacks keyAgreement', async () => ({ leaf: await makeLeaf('e2e-noagreement', root, { keyUsage: ['digitalSignature'] }), chain: [] }), 'keyAgreement'],
-      ['an expired intermediate', async () => {
-        const old = await makeCert(`E2E Old CA ${randomUUID().slice(0, 6)}`, root, { ca: true, notBefore: new Date(Date.now() - 30 * DAY), notAfter: new Date(Date.now() - DAY) });
-        return { leaf: await makeLeaf('e2e-under-old', old), chain: [old] };
-      }, 'expired'],
+      [
+        'an RSA leaf whose keyUsage lacks keyEncipherment',
+        async () => ({
+          leaf: await makeLeaf('e2e-noencipher', root, { key: await newKey({ kind: 'rsa', bits: 2048 }), keyUsage: ['digitalSignature'] }),
+          chain: [],
+        }),
+        'keyEncipherment',
+      ],
+      [
+        'an EC leaf whose keyUsage lacks keyAgreement',
+        async () => ({ leaf: await makeLeaf('e2e-noagreement', root, { keyUsage: ['digitalSignature'] }), chain: [] }),
+        'keyAgreement',
+      ],
+      [
+        'an expired intermediate',
+        async () => {
+          const old = await makeCert(`E2E Old CA ${randomUUID().slice(0, 6)}`, root, {
+            ca: true,
+            notBefore: new Date(Date.now() - 30 * DAY),
+            notAfter: new Date(Date.now() - DAY),
+          });
+          return { leaf: await makeLeaf('e2e-under-old', old), chain: [old] };
+        },
+        'expired',
+      ],
     ];
 
     it.each(cases)('refuses %s', async (_name, make, words) => {
@@ -294,7 +333,10 @@ describe('certificate chains', () => {
 
     beforeAll(async () => {
       const untrusted = pki.root(`Free Root ${randomUUID().slice(0, 6)}`);
-      expired = pki.issue(`free-user-${randomUUID().slice(0, 6)}`, untrusted, { notBefore: new Date(Date.now() - 30 * DAY), notAfter: new Date(Date.now() - DAY) });
+      expired = pki.issue(`free-user-${randomUUID().slice(0, 6)}`, untrusted, {
+        notBefore: new Date(Date.now() - 30 * DAY),
+        notAfter: new Date(Date.now() - DAY),
+      });
       await registerUser(expired);
     });
 
@@ -317,7 +359,9 @@ describe('certificate chains', () => {
       expect(res.status).toBe(403);
       expect(res.json().Code).toBe('UnknownCertificate');
       // free=true does not make a weak RSA key acceptable.
-      const weak = await makeLeaf('e2e-free-rsa1024', await makeRoot(`E2E Free Weak ${randomUUID().slice(0, 6)}`), { key: await newKey({ kind: 'rsa', bits: 1024 }) });
+      const weak = await makeLeaf('e2e-free-rsa1024', await makeRoot(`E2E Free Weak ${randomUUID().slice(0, 6)}`), {
+        key: await newKey({ kind: 'rsa', bits: 1024 }),
+      });
       await registerMade(weak);
       const refused = await authenticate(weak.pem, { apiKey: freeKey, free: 'true' });
       expect(refused.status).toBe(406);
@@ -331,7 +375,11 @@ describe('certificate chains', () => {
       expect(key).toMatch(/^[0-9a-f]{64}$/);
       const { services, internalSecrets } = testStack();
       const verify = (k: string) =>
-        call(`${services['auth-service']!.url}/internal/api-keys/verify`, { method: 'POST', body: JSON.stringify({ apiKey: k }), headers: { 'content-type': 'application/json', 'x-internal-secret': internalSecrets.sessionToAuth } });
+        call(`${services['auth-service']!.url}/internal/api-keys/verify`, {
+          method: 'POST',
+          body: JSON.stringify({ apiKey: k }),
+          headers: { 'content-type': 'application/json', 'x-internal-secret': internalSecrets.sessionToAuth },
+        });
       expect((await verify(key)).status).toBe(200);
       expect((await verify(key.toUpperCase())).status).toBe(200); // keys are compared lower-cased
       expect((await verify('0'.repeat(64))).status).toBe(404);
@@ -342,7 +390,10 @@ describe('certificate chains', () => {
       const old = randomUUID();
       const mongo = await new MongoClient(testStack().backing.MONGODB_URL).connect();
       try {
-        await mongo.db(testStack().authDatabase).collection('api_keys').insertOne({ _id: createHash('sha256').update(old).digest('hex') as never, label: 'uuid-era', createdAt: new Date() });
+        await mongo
+          .db(testStack().authDatabase)
+          .collection('api_keys')
+          .insertOne({ _id: createHash('sha256').update(old).digest('hex') as never, label: 'uuid-era', createdAt: new Date() });
       } finally {
         await mongo.close();
       }

@@ -63,8 +63,14 @@ describe('certificate sign-in refusals', () => {
 
     describe('answers 406 CertNotValid for registered certificates whose chain fails', () => {
       const cases: [string, () => { cert: Issued; body: string }][] = [
-        ['expired', () => ({ cert: pki.issue('expired', intermediate, { notBefore: new Date(Date.now() - 400 * DAY), notAfter: new Date(Date.now() - DAY) }), body: '' })],
-        ['not yet valid', () => ({ cert: pki.issue('future', intermediate, { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 400 * DAY) }), body: '' })],
+        [
+          'expired',
+          () => ({ cert: pki.issue('expired', intermediate, { notBefore: new Date(Date.now() - 400 * DAY), notAfter: new Date(Date.now() - DAY) }), body: '' }),
+        ],
+        [
+          'not yet valid',
+          () => ({ cert: pki.issue('future', intermediate, { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 400 * DAY) }), body: '' }),
+        ],
         ['issued by an untrusted CA', () => ({ cert: pki.issue('wrong-issuer', pki.root('Untrusted CA')), body: '' })],
         ['self-signed', () => ({ cert: pki.root('self-signed-user'), body: '' })],
         ['missing its intermediate', () => ({ cert: pki.issue('orphan', intermediate), body: 'leaf-only' })],
@@ -159,7 +165,11 @@ describe('certificate sign-in refusals', () => {
   describe('sessions/refresh', () => {
     it('answers 400 MissingParameters for each missing parameter', async () => {
       const pair = await signIn(user, apiKey, chain(user));
-      for (const res of [await refresh(undefined, pair.RefreshToken, apiKey), await refresh(pair.Sid, undefined, apiKey), await refresh(pair.Sid, pair.RefreshToken, undefined)]) {
+      for (const res of [
+        await refresh(undefined, pair.RefreshToken, apiKey),
+        await refresh(pair.Sid, undefined, apiKey),
+        await refresh(pair.Sid, pair.RefreshToken, undefined),
+      ]) {
         expect(res.status).toBe(400);
         expect(res.json().Code).toBe('MissingParameters');
       }
@@ -255,7 +265,11 @@ describe('certificate sign-in refusals', () => {
       // A replica whose session-service does not answer: only the Redis cache can vouch for a sid.
       const deadSessionService = `http://127.0.0.1:${await freePort()}`;
       const replica = await startService('content-service', {
-        env: contentReplicaEnv({ SESSION_SERVICE_URL: deadSessionService, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(24), REDIS_URL: testStack().backing.REDIS_URL }),
+        env: contentReplicaEnv({
+          SESSION_SERVICE_URL: deadSessionService,
+          SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(24),
+          REDIS_URL: testStack().backing.REDIS_URL,
+        }),
         logDir: join(testStack().logDir, 'cached-sessions'),
       });
       try {
@@ -293,9 +307,17 @@ describe('certificate sign-in refusals', () => {
 
   it('refuses the internal endpoints without a caller secret', async () => {
     const { services } = testStack();
-    const res = await call(`${services['session-service']!.url}/internal/sessions`, { method: 'POST', body: JSON.stringify({ userId: 'x', owners: [] }), headers: { 'content-type': 'application/json' } });
+    const res = await call(`${services['session-service']!.url}/internal/sessions`, {
+      method: 'POST',
+      body: JSON.stringify({ userId: 'x', owners: [] }),
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(401);
-    const auth = await call(`${services['auth-service']!.url}/internal/api-keys/verify`, { method: 'POST', body: JSON.stringify({ apiKey }), headers: { 'content-type': 'application/json', 'x-internal-secret': 'wrong-secret-wrong-secret' } });
+    const auth = await call(`${services['auth-service']!.url}/internal/api-keys/verify`, {
+      method: 'POST',
+      body: JSON.stringify({ apiKey }),
+      headers: { 'content-type': 'application/json', 'x-internal-secret': 'wrong-secret-wrong-secret' },
+    });
     expect(auth.status).toBe(401);
   });
 

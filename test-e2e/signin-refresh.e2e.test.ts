@@ -186,11 +186,7 @@ describe('session refresh through the gateway', () => {
 
     function startAuth(): Promise<ServiceHandle> {
       const stack = testStack();
-      return start(
-        'auth-service',
-        { ...stack.authEnv, SESSION_SERVICE_URL: stack.services['session-service']!.url },
-        authPort,
-      );
+      return start('auth-service', { ...stack.authEnv, SESSION_SERVICE_URL: stack.services['session-service']!.url }, authPort);
     }
 
     async function gatewayFor(sessionService: ServiceHandle): Promise<string> {

@@ -52,7 +52,11 @@ describe('certificate sign-in through the gateway', () => {
     // The session's owners decide access to contents; header and cookie forms both work.
     const [owner] = aliceUser.owners;
     const data = randomBytes(100_000);
-    const uploaded = await call(contentsUrl(owner!), { method: 'POST', body: data, headers: { ...sidHeaders(first.Sid), 'content-type': 'application/x-test' } });
+    const uploaded = await call(contentsUrl(owner!), {
+      method: 'POST',
+      body: data,
+      headers: { ...sidHeaders(first.Sid), 'content-type': 'application/x-test' },
+    });
     expect(uploaded.status).toBe(201);
     const { id } = uploaded.json();
     const downloaded = await call(contentsUrl(owner!, id), { headers: sidHeaders(first.Sid, 'cookie') });

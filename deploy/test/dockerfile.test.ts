@@ -118,13 +118,19 @@ describe('deploy/Dockerfile', () => {
     expect(cmd).toHaveLength(1);
     expect(JSON.parse(cmd[0]!.args)).toEqual(['node', 'dist/main.js']);
     // the small young generation that keeps a streaming service's memory flat
-    const env = runtime.steps.filter((s) => s.keyword === 'ENV').map((s) => s.raw).join('\n');
+    const env = runtime.steps
+      .filter((s) => s.keyword === 'ENV')
+      .map((s) => s.raw)
+      .join('\n');
     expect(env).toMatch(/NODE_OPTIONS=--max-semi-space-size=2\b/);
     expect(runtime.steps.some((s) => s.keyword === 'ENTRYPOINT')).toBe(false);
   });
 
   it('exposes the port it sets in PORT', () => {
-    const env = runtime.steps.filter((s) => s.keyword === 'ENV').map((s) => s.raw).join(' ');
+    const env = runtime.steps
+      .filter((s) => s.keyword === 'ENV')
+      .map((s) => s.raw)
+      .join(' ');
     const port = /\bPORT=(\d+)/.exec(env)?.[1];
     expect(port).toBeDefined();
     expect(runtime.steps.filter((s) => s.keyword === 'EXPOSE').map((s) => s.args.trim())).toEqual([port]);
@@ -157,12 +163,19 @@ describe('deploy/Dockerfile', () => {
       } catch {
         continue; // a service still being written has no package yet
       }
-      expect({ dir, name: pkg.name, main: pkg.main, build: Boolean(pkg.scripts?.build) }).toEqual({ dir, name: `@cp/${dir}`, main: 'dist/main.js', build: true });
+      expect({ dir, name: pkg.name, main: pkg.main, build: Boolean(pkg.scripts?.build) }).toEqual({
+        dir,
+        name: `@cp/${dir}`,
+        main: 'dist/main.js',
+        build: true,
+      });
     }
   });
 
   it('keeps the build context small and free of secrets (deploy/Dockerfile.dockerignore)', () => {
-    const ignore = readFileSync(join(ROOT, 'deploy', 'Dockerfile.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
+    const ignore = readFileSync(join(ROOT, 'deploy', 'Dockerfile.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     for (const pattern of ['**/node_modules', '**/dist', '.git', '.local']) expect(ignore).toContain(pattern);
   });
 });

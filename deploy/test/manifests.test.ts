@@ -28,7 +28,10 @@ function named(objects: K8sObject[], kind: string, name: string): K8sObject {
   return found;
 }
 
-function selects(selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] }, labels: Record<string, string>): boolean {
+function selects(
+  selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] },
+  labels: Record<string, string>,
+): boolean {
   const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
   const byExpressions = (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
     if (operator === 'In') return labels[key] !== undefined && values.includes(labels[key]!);
@@ -68,7 +71,8 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
 
   it('keeps secret-looking settings out of ConfigMaps and literal env values', () => {
     const leaks: string[] = [];
-    for (const cm of byKind(objects, 'ConfigMap')) for (const key of Object.keys(cm.data ?? {})) if (SECRET_LOOKING.test(key)) leaks.push(`${cm.metadata.name}: ${key}`);
+    for (const cm of byKind(objects, 'ConfigMap'))
+      for (const key of Object.keys(cm.data ?? {})) if (SECRET_LOOKING.test(key)) leaks.push(`${cm.metadata.name}: ${key}`);
     for (const d of deployments)
       for (const c of d.spec.template.spec.containers)
         for (const e of c.env ?? []) if (SECRET_LOOKING.test(e.name) && e.value !== undefined) leaks.push(`${d.metadata.name}: ${e.name}`);
@@ -111,7 +115,8 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
     if (pod.securityContext?.runAsUser !== undefined) expect(pod.securityContext.runAsUser).not.toBe(0);
     expect(pod.automountServiceAccountToken).toBe(false);
     for (const c of pod.containers) {
-      for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) expect({ container: c.name, probe, defined: c[probe] !== undefined }).toEqual({ container: c.name, probe, defined: true });
+      for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'])
+        expect({ container: c.name, probe, defined: c[probe] !== undefined }).toEqual({ container: c.name, probe, defined: true });
       for (const kind of ['requests', 'limits']) for (const r of ['cpu', 'memory']) expect(c.resources?.[kind]?.[r]).toBeDefined();
       expect(c.securityContext?.allowPrivilegeEscalation).toBe(false);
       expect(c.securityContext?.capabilities?.drop).toContain('ALL');
@@ -169,7 +174,9 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
     const policies = byKind(objects, 'NetworkPolicy');
     const podLabelsOf = (name: string) => named(objects, 'Deployment', name).spec.template.metadata.labels as Record<string, string>;
     const ingressRulesFor = (labels: Record<string, string>) =>
-      policies.filter((p) => selects(p.spec.podSelector, labels) && (p.spec.policyTypes ?? ['Ingress']).includes('Ingress')).flatMap((p) => p.spec.ingress ?? []);
+      policies
+        .filter((p) => selects(p.spec.podSelector, labels) && (p.spec.policyTypes ?? ['Ingress']).includes('Ingress'))
+        .flatMap((p) => p.spec.ingress ?? []);
 
     it('deny all ingress unless a policy allows it', () => {
       const denyAll = policies.find((p) => Object.keys(p.spec.podSelector).length === 0 && p.spec.policyTypes?.includes('Ingress') && !p.spec.ingress?.length);
@@ -187,7 +194,9 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
 
     it.each(Object.entries(CALLERS))('let only its callers reach %s', (name, expected) => {
       const peers = ingressRulesFor(podLabelsOf(name)).flatMap((rule: K8sObject) => rule.from ?? []);
-      const callers = SERVICES.filter((caller) => peers.some((peer: K8sObject) => peer.podSelector && !peer.namespaceSelector && selects(peer.podSelector, podLabelsOf(caller))));
+      const callers = SERVICES.filter((caller) =>
+        peers.some((peer: K8sObject) => peer.podSelector && !peer.namespaceSelector && selects(peer.podSelector, podLabelsOf(caller))),
+      );
       expect(new Set(callers)).toEqual(new Set(expected));
       // No peer that would also admit some other pod of the namespace.
       for (const peer of peers) expect(Object.keys(peer.podSelector ?? {}).length).toBeGreaterThan(0);
@@ -198,7 +207,8 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
     it('puts everything in a namespace that enforces the restricted Pod Security Standard', () => {
       const [namespace] = byKind(objects, 'Namespace');
       expect(namespace?.metadata.labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
-      for (const o of objects.filter((x) => x.kind !== 'Namespace')) expect(`${o.kind}/${o.metadata.name} in ${o.metadata.namespace}`).toBe(`${o.kind}/${o.metadata.name} in ${namespace!.metadata.name}`);
+      for (const o of objects.filter((x) => x.kind !== 'Namespace'))
+        expect(`${o.kind}/${o.metadata.name} in ${o.metadata.namespace}`).toBe(`${o.kind}/${o.metadata.name} in ${namespace!.metadata.name}`);
     });
 
     it('runs images with an explicit tag', () => {

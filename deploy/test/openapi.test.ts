@@ -20,7 +20,11 @@ const operations: { path: string; method: string; op: Node }[] = Object.entries(
 );
 const deref = (node: Node): Node => {
   let n = node;
-  while (n?.$ref) n = (n.$ref as string).replace(/^#\//, '').split('/').reduce((o: Node, k: string) => o?.[k], doc);
+  while (n?.$ref)
+    n = (n.$ref as string)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((o: Node, k: string) => o?.[k], doc);
   return n;
 };
 const op = (method: string, path: string): Node => {

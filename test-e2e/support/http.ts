@@ -51,7 +51,11 @@ export const rangeOf = (start: number, endExclusive: number, total: number | '*'
  * Sends a request byte for byte over a plain socket (to send what fetch refuses to: no
  * Content-Length, a lying Content-Length, a body cut short) and reads the answer's head and body.
  */
-export function rawRequest(head: string, body: Buffer | string = '', opts: { endAfterWrite?: boolean } = {}): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+export function rawRequest(
+  head: string,
+  body: Buffer | string = '',
+  opts: { endAfterWrite?: boolean } = {},
+): Promise<{ status: number; headers: Record<string, string>; body: string }> {
   const { gatewayUrl } = testStack();
   const url = new URL(gatewayUrl);
   return new Promise((resolve, reject) => {

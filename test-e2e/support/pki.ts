@@ -42,8 +42,25 @@ export class TestPki {
   root(name: string, kind: KeyKind = 'rsa'): Issued {
     const keyPath = join(this.dir, `${name}.key`);
     const certPath = join(this.dir, `${name}.pem`);
-    openssl(['req', '-x509', ...this.keyArgs(kind), '-nodes', '-sha256', '-days', '3650', '-subj', `/CN=${name}/O=Content Platform Tests`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', keyPath, '-out', certPath]);
+    openssl([
+      'req',
+      '-x509',
+      ...this.keyArgs(kind),
+      '-nodes',
+      '-sha256',
+      '-days',
+      '3650',
+      '-subj',
+      `/CN=${name}/O=Content Platform Tests`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+    ]);
     return this.read(name, certPath, keyPath);
   }
 
@@ -52,22 +69,72 @@ export class TestPki {
     const keyPath = join(this.dir, `${name}.key`);
     const csrPath = join(this.dir, `${name}.csr`);
     const certPath = join(this.dir, `${name}.pem`);
-    openssl(['req', '-new', ...this.keyArgs(opts.kind ?? 'rsa'), '-nodes', '-subj', `/CN=${name}/O=Content Platform Tests`, '-keyout', keyPath, '-out', csrPath]);
+    openssl([
+      'req',
+      '-new',
+      ...this.keyArgs(opts.kind ?? 'rsa'),
+      '-nodes',
+      '-subj',
+      `/CN=${name}/O=Content Platform Tests`,
+      '-keyout',
+      keyPath,
+      '-out',
+      csrPath,
+    ]);
     const caDir = join(this.dir, `ca-${issuer.name}`);
     mkdirSync(join(caDir, 'new'), { recursive: true });
     const config = join(caDir, 'openssl.cnf');
     writeFileSync(join(caDir, 'index.txt'), '', { flag: 'a' });
-    writeFileSync(config, [
-      '[ca]', 'default_ca = local', '[local]', `dir = ${caDir}`, `database = ${caDir}/index.txt`, `new_certs_dir = ${caDir}/new`,
-      `serial = ${caDir}/serial`, 'rand_serial = yes', 'default_md = sha256', 'policy = any', 'unique_subject = no', 'copy_extensions = none',
-      '[any]', 'commonName = supplied', 'organizationName = optional',
-      '[ext_ca]', 'basicConstraints = critical,CA:TRUE', 'keyUsage = critical,keyCertSign,cRLSign',
-      '[ext_user]', 'basicConstraints = CA:FALSE', 'keyUsage = critical,digitalSignature,keyEncipherment,keyAgreement', '',
-    ].join('\n'));
+    writeFileSync(
+      config,
+      [
+        '[ca]',
+        'default_ca = local',
+        '[local]',
+        `dir = ${caDir}`,
+        `database = ${caDir}/index.txt`,
+        `new_certs_dir = ${caDir}/new`,
+        `serial = ${caDir}/serial`,
+        'rand_serial = yes',
+        'default_md = sha256',
+        'policy = any',
+        'unique_subject = no',
+        'copy_extensions = none',
+        '[any]',
+        'commonName = supplied',
+        'organizationName = optional',
+        '[ext_ca]',
+        'basicConstraints = critical,CA:TRUE',
+        'keyUsage = critical,keyCertSign,cRLSign',
+        '[ext_user]',
+        'basicConstraints = CA:FALSE',
+        'keyUsage = critical,digitalSignature,keyEncipherment,keyAgreement',
+        '',
+      ].join('\n'),
+    );
     const notBefore = opts.notBefore ?? new Date(Date.now() - DAY);
     const notAfter = opts.notAfter ?? new Date(Date.now() + 365 * DAY);
-    openssl(['ca', '-batch', '-notext', '-config', config, '-cert', issuer.certPath, '-keyfile', issuer.keyPath, '-in', csrPath, '-out', certPath,
-      '-startdate', asn1Time(notBefore), '-enddate', asn1Time(notAfter), '-extensions', opts.ca ? 'ext_ca' : 'ext_user']);
+    openssl([
+      'ca',
+      '-batch',
+      '-notext',
+      '-config',
+      config,
+      '-cert',
+      issuer.certPath,
+      '-keyfile',
+      issuer.keyPath,
+      '-in',
+      csrPath,
+      '-out',
+      certPath,
+      '-startdate',
+      asn1Time(notBefore),
+      '-enddate',
+      asn1Time(notAfter),
+      '-extensions',
+      opts.ca ? 'ext_ca' : 'ext_user',
+    ]);
     return this.read(name, certPath, keyPath);
   }
 

@@ -47,7 +47,15 @@ export class BackingServer {
       case 'mongodb':
         return {
           cmd: join(TOOLS, 'ferretdb'),
-          args: ['--handler=sqlite', `--sqlite-url=file:${data}/`, `--listen-addr=127.0.0.1:${this.port}`, '--state-dir=-', '--debug-addr=-', '--telemetry=disable', '--log-level=warn'],
+          args: [
+            '--handler=sqlite',
+            `--sqlite-url=file:${data}/`,
+            `--listen-addr=127.0.0.1:${this.port}`,
+            '--state-dir=-',
+            '--debug-addr=-',
+            '--telemetry=disable',
+            '--log-level=warn',
+          ],
           env: process.env,
         };
       case 'redis':

@@ -53,12 +53,20 @@ export async function registerUser(cert: Issued | string, owners: string[] = [ra
 export const authUrl = (path: string): string => `${testStack().gatewayUrl}/auth/v5.13/${path}`;
 export const sessionsUrl = (path: string): string => `${testStack().gatewayUrl}/sessions/v5.13/${path}`;
 
-export async function authenticate(body: Buffer | string | undefined, opts: { apiKey?: string; free?: string; query?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
+export async function authenticate(
+  body: Buffer | string | undefined,
+  opts: { apiKey?: string; free?: string; query?: Record<string, string>; headers?: Record<string, string> } = {},
+): Promise<Answer> {
   const q = new URLSearchParams(opts.query ?? {});
   if (opts.apiKey !== undefined) q.set('apiKey', opts.apiKey);
   if (opts.free !== undefined) q.set('free', opts.free);
   const qs = q.toString();
-  return call(authUrl(`authenticate-by-cert${qs ? `?${qs}` : ''}`), { method: 'POST', body: body === undefined ? undefined : Buffer.from(body), headers: opts.headers, signal: AbortSignal.timeout(30_000) });
+  return call(authUrl(`authenticate-by-cert${qs ? `?${qs}` : ''}`), {
+    method: 'POST',
+    body: body === undefined ? undefined : Buffer.from(body),
+    headers: opts.headers,
+    signal: AbortSignal.timeout(30_000),
+  });
 }
 
 /** The auth-service's own time for a request (its Server-Timing header), in milliseconds. */

@@ -8,8 +8,13 @@ export const ROOT = join(__dirname, '..', '..', '..');
 const TOOLS_DIR = process.env.CP_TOOLS_DIR ?? join(homedir(), '.cache', 'content-platform', 'bin');
 
 /** A Kubernetes object as rendered; the tests read it field by field. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- arbitrary Kubernetes objects
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [field: string]: any };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- arbitrary Kubernetes objects
+  [field: string]: any;
+};
 
 function onPath(bin: string): string | null {
   for (const dir of [...(process.env.PATH ?? '').split(':'), TOOLS_DIR]) {

@@ -5,7 +5,10 @@ import * as pkijs from 'pkijs';
 let engineSet = false;
 function usePkijs(): typeof pkijs {
   if (!engineSet) {
-    pkijs.setEngine('node', new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'] }));
+    pkijs.setEngine(
+      'node',
+      new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'] }),
+    );
     engineSet = true;
   }
   return pkijs;
@@ -64,4 +67,3 @@ export async function decryptEncryptedKey(encryptedKeyBase64: string, certificat
 function toArrayBuffer(b: Buffer): ArrayBuffer {
   return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
 }
-

@@ -38,7 +38,13 @@ export async function fileParts(path: string, partSize: number): Promise<PartSou
   let todo = splitIntoParts(size, partSize);
   const parts = (async function* () {
     for (const p of todo) {
-      yield { start: p.start, length: p.end - p.start + 1, last: p.end === size - 1, body: () => createReadStream(path, { ...READ, start: p.start, end: p.end }), release: async () => undefined };
+      yield {
+        start: p.start,
+        length: p.end - p.start + 1,
+        last: p.end === size - 1,
+        body: () => createReadStream(path, { ...READ, start: p.start, end: p.end }),
+        release: async () => undefined,
+      };
     }
   })();
   return {
@@ -120,5 +126,5 @@ export async function* spooledParts(source: AsyncIterable<Uint8Array>, size: num
 }
 
 async function writeAll(file: FileHandle, data: Buffer): Promise<void> {
-  for (let written = 0; written < data.length; ) written += (await file.write(data, written)).bytesWritten;
+  for (let written = 0; written < data.length;) written += (await file.write(data, written)).bytesWritten;
 }

@@ -47,7 +47,14 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
     const first = await parts.next();
     if (first.done) {
       // Nothing to send: a one-shot upload of an empty content.
-      const res = await api.call({ method: 'POST', url: api.url(`/v1/${opts.owner}/contents`), headers: contentHeaders, body: () => Buffer.alloc(0), contentLength: 0, signal: opts.signal });
+      const res = await api.call({
+        method: 'POST',
+        url: api.url(`/v1/${opts.owner}/contents`),
+        headers: contentHeaders,
+        body: () => Buffer.alloc(0),
+        contentLength: 0,
+        signal: opts.signal,
+      });
       total = 0;
       advance(0);
       return (JSON.parse(res.text) as { id: string }).id;

@@ -111,7 +111,16 @@ export class RetryPolicy {
         const giveUpAt = firstFailure + this.retryForMs;
         if (now >= giveUpAt) throw new RetriesExhaustedError(reason, now - firstFailure, n, error as ApiError | TransportError);
         const delayMs = Math.min(this.delayMs(n, error), giveUpAt - now);
-        this.onRetry?.({ reason, status: error instanceof ApiError ? error.status : null, method: what.method, path: what.path, attempt: n, delayMs, retryAt: now + delayMs, giveUpAt });
+        this.onRetry?.({
+          reason,
+          status: error instanceof ApiError ? error.status : null,
+          method: what.method,
+          path: what.path,
+          attempt: n,
+          delayMs,
+          retryAt: now + delayMs,
+          giveUpAt,
+        });
         try {
           await sleep(delayMs, undefined, { signal: what.signal });
         } catch (aborted) {

@@ -4,9 +4,7 @@ import type { RetryPolicy } from './RetryPolicy';
 import type { Received, Sent, Transport } from './transport';
 
 /** How requests prove who sends them. */
-export type Credentials =
-  | { kind: 'bearer'; token: string }
-  | { kind: 'session'; sid: string; refreshToken?: string; apiKey?: string };
+export type Credentials = { kind: 'bearer'; token: string } | { kind: 'session'; sid: string; refreshToken?: string; apiKey?: string };
 
 export interface SessionPair {
   sid: string;
@@ -58,7 +56,8 @@ export class Session {
     });
     const { EncryptedKey, Link } = JSON.parse(challenge.text) as { EncryptedKey: string; Link: { Href: string } };
     const rnd = await decryptEncryptedKey(EncryptedKey, opts.certificatePem, opts.privateKeyPem);
-    const thumbprint = new URL(Link.Href).searchParams.get('thumbprint') ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
+    const thumbprint =
+      new URL(Link.Href).searchParams.get('thumbprint') ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
     const approved = await this.send({
       method: 'POST',
       url: this.url(`/auth/v5.13/approve-cert?thumbprint=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`),

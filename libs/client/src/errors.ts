@@ -43,7 +43,13 @@ export class ApiError extends Error {
       code = errorId.replace(/^urn:error:contents:/, '');
       message = `HTTP ${status} ${code}`;
     }
-    return new ApiError(status, code, message, trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null), parseRetryAfter(headers));
+    return new ApiError(
+      status,
+      code,
+      message,
+      trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null),
+      parseRetryAfter(headers),
+    );
   }
 }
 

@@ -1,7 +1,25 @@
-export { ContentClient, PART_SIZE, type ContentClientOptions, type ContentStatus, type DownloadOptions, type Progress, type StreamUploadOptions, type UploadOptions } from './ContentClient';
+export {
+  ContentClient,
+  PART_SIZE,
+  type ContentClientOptions,
+  type ContentStatus,
+  type DownloadOptions,
+  type Progress,
+  type StreamUploadOptions,
+  type UploadOptions,
+} from './ContentClient';
 export { spooledParts, type SpooledPart } from './PartSources';
 export { type Credentials, type SessionPair } from './Session';
-export { ApiError, ContentStateError, CredentialsFileError, IntegrityError, RetriesExhaustedError, TransportError, formatDuration, parseRetryAfter } from './errors';
+export {
+  ApiError,
+  ContentStateError,
+  CredentialsFileError,
+  IntegrityError,
+  RetriesExhaustedError,
+  TransportError,
+  formatDuration,
+  parseRetryAfter,
+} from './errors';
 export { DEFAULT_RETRY_FOR_MS, RETRY_AFTER_CAP_MS, RetryPolicy, retryReason, type RetryNotice, type RetryPolicyOptions } from './RetryPolicy';
 export { checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 export { parseReceivedRanges, missingParts, splitIntoParts, type ByteRange } from './ranges';

@@ -19,7 +19,11 @@ describe('content --retry-for', () => {
     const out = stream();
     const err = stream();
     const env = { XDG_CONFIG_HOME: dir };
-    return run([...args, '--owner', OWNER, '--url', url, '--token', 'ok'], env, out.s, err.s).then((code) => ({ code, stdout: out.text(), stderr: err.text() }));
+    return run([...args, '--owner', OWNER, '--url', url, '--token', 'ok'], env, out.s, err.s).then((code) => ({
+      code,
+      stdout: out.text(),
+      stderr: err.text(),
+    }));
   };
 
   beforeEach(async () => {
@@ -32,13 +36,19 @@ describe('content --retry-for', () => {
   it('gives up after the budget with exit code 6, saying how long it tried and why', async () => {
     const file = join(dir, 'small.bin');
     writeFileSync(file, randomBytes(10));
-    api.intercept = () => ({ status: 503, headers: { 'retry-after': '0' }, body: { id: 'urn:error:contents:databaseUnavailable', 'status-code': 503, message: 'the content database does not answer', 'track-id': 'tr-1' } });
+    api.intercept = () => ({
+      status: 503,
+      headers: { 'retry-after': '0' },
+      body: { id: 'urn:error:contents:databaseUnavailable', 'status-code': 503, message: 'the content database does not answer', 'track-id': 'tr-1' },
+    });
     const started = Date.now();
     const r = await content(['upload', file, '--retry-for', '1500ms']);
     expect(Date.now() - started).toBeLessThan(3000);
     expect(r.code).toBe(6);
     expect(r.stderr).toMatch(/^upload: waiting \d+ s: service unavailable \(503\), retrying for [12]s more$/m);
-    expect(r.stderr).toMatch(/^content: gave up after retrying for 2s \(\d+ attempts\): service unavailable \(503\): the content database does not answer \(track id tr-1\)$/m);
+    expect(r.stderr).toMatch(
+      /^content: gave up after retrying for 2s \(\d+ attempts\): service unavailable \(503\): the content database does not answer \(track id tr-1\)$/m,
+    );
     expect(r.stderr).toMatch(/--retry-for/);
   });
 

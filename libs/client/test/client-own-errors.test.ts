@@ -46,7 +46,10 @@ describe('what the client finds out by itself', () => {
 
   it('refuses to download a content still uploading with a ContentStateError', async () => {
     const id = started(randomBytes(3 * PART), 1);
-    await expect(client.downloadFile(id, join(dir, 'not-ready.bin'), { owner: OWNER })).rejects.toMatchObject({ name: 'ContentStateError', code: 'contentNotReady' });
+    await expect(client.downloadFile(id, join(dir, 'not-ready.bin'), { owner: OWNER })).rejects.toMatchObject({
+      name: 'ContentStateError',
+      code: 'contentNotReady',
+    });
   });
 
   it('resumes a stream by reading through the parts the service holds and sending only the rest', async () => {
@@ -56,7 +59,12 @@ describe('what the client finds out by itself', () => {
     const again = await client.uploadStream(Readable.from([data]), { owner: OWNER, resume: id, spoolDir: dir, onProgress: (p) => progress.push(p.done) });
     expect(again).toBe(id);
     expect(api.bytesOf(id).equals(data)).toBe(true);
-    expect(api.seen.filter((s) => s.method === 'PUT').map((s) => s.range).sort()).toEqual([`bytes ${2 * PART}-${3 * PART - 1}/*`, `bytes ${3 * PART}-${3 * PART + 9}/${data.length}`]);
+    expect(
+      api.seen
+        .filter((s) => s.method === 'PUT')
+        .map((s) => s.range)
+        .sort(),
+    ).toEqual([`bytes ${2 * PART}-${3 * PART - 1}/*`, `bytes ${3 * PART}-${3 * PART + 9}/${data.length}`]);
     expect(progress[progress.length - 1]).toBe(data.length);
   });
 });

@@ -44,7 +44,8 @@ describe('the client against a service that fails in exact ways', () => {
     const third = `bytes ${2 * PART}-${3 * PART - 1}/${total}`;
     const fourth = `bytes ${3 * PART}-${4 * PART - 1}/${total}`;
     api.intercept = (s, n) => {
-      if (s.method === 'PUT' && s.range === third && n === 1) return { status: 503, headers: { 'retry-after': '0' }, body: { id: 'urn:error:contents:contentBusy', 'status-code': 503, message: 'busy' } };
+      if (s.method === 'PUT' && s.range === third && n === 1)
+        return { status: 503, headers: { 'retry-after': '0' }, body: { id: 'urn:error:contents:contentBusy', 'status-code': 503, message: 'busy' } };
       if (s.method === 'PUT' && s.range === fourth && n <= 2) return 'drop';
       return undefined;
     };
@@ -56,8 +57,13 @@ describe('the client against a service that fails in exact ways', () => {
 
   it('does not retry a refusal (409) and keeps its code, message and hint', async () => {
     const { path } = file(3 * PART);
-    api.intercept = (s) => (s.method === 'PUT' ? { status: 409, body: { id: 'urn:error:contents:totalConflict', 'status-code': 409, message: 'total differs', 'track-id': 'tr-9' } } : undefined);
-    const error = await client().uploadFile(path, { owner: OWNER, concurrency: 1 }).catch((e: unknown) => e);
+    api.intercept = (s) =>
+      s.method === 'PUT'
+        ? { status: 409, body: { id: 'urn:error:contents:totalConflict', 'status-code': 409, message: 'total differs', 'track-id': 'tr-9' } }
+        : undefined;
+    const error = await client()
+      .uploadFile(path, { owner: OWNER, concurrency: 1 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'totalConflict', message: 'total differs', trackId: 'tr-9' });
     expect((error as ApiError).hint).toMatch(/new content/);
@@ -148,10 +154,18 @@ describe('the client against a service that fails in exact ways', () => {
     await expect(c.downloadFile(id, out, { owner: OWNER, chunkSize: PART, sha256: sha })).resolves.toEqual({ bytes: data.length, sha256: sha });
     expect(readFileSync(out).equals(data)).toBe(true);
     expect(api.count('GET', `bytes=${PART}-${2 * PART - 1}`)).toBe(1);
-    const again = api.seen.filter((s) => s.method === 'GET' && s.range !== `bytes=${PART}-${2 * PART - 1}` && /^bytes=\d+-/.exec(s.range ?? '') && Number(/^bytes=(\d+)-(\d+)$/.exec(s.range!)![2]) === 2 * PART - 1);
+    const again = api.seen.filter(
+      (s) =>
+        s.method === 'GET' &&
+        s.range !== `bytes=${PART}-${2 * PART - 1}` &&
+        /^bytes=\d+-/.exec(s.range ?? '') &&
+        Number(/^bytes=(\d+)-(\d+)$/.exec(s.range!)![2]) === 2 * PART - 1,
+    );
     expect(again).toHaveLength(1);
     expect(Number(/^bytes=(\d+)-/.exec(again[0]!.range!)![1])).toBeGreaterThan(PART);
-    await expect(c.downloadFile(id, join(dir, 'bad.bin'), { owner: OWNER, chunkSize: PART, sha256: '0'.repeat(64) })).rejects.toMatchObject({ name: 'IntegrityError' });
+    await expect(c.downloadFile(id, join(dir, 'bad.bin'), { owner: OWNER, chunkSize: PART, sha256: '0'.repeat(64) })).rejects.toMatchObject({
+      name: 'IntegrityError',
+    });
   });
 
   it('uploads a stream of unknown length: bytes a-b/* until the last part, which names the total', async () => {

@@ -9,7 +9,11 @@ import { FakeContentApi } from './support/FakeContentApi';
 
 const PART = 64 * 1024;
 const OWNER = '00000000-0000-4000-8000-000000000001';
-const unavailable = (headers: Record<string, string> = {}) => ({ status: 503, headers, body: { id: 'urn:error:contents:serviceUnavailable', 'status-code': 503, message: 'restarting', 'track-id': 'tr-503' } });
+const unavailable = (headers: Record<string, string> = {}) => ({
+  status: 503,
+  headers,
+  body: { id: 'urn:error:contents:serviceUnavailable', 'status-code': 503, message: 'restarting', 'track-id': 'tr-503' },
+});
 
 describe('retries within a time budget', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cp-client-budget-'));
@@ -57,7 +61,7 @@ describe('retries within a time budget', () => {
     ]);
   });
 
-  it('waits until the HTTP date of Retry-After, measured against the answer\'s own Date', async () => {
+  it("waits until the HTTP date of Retry-After, measured against the answer's own Date", async () => {
     const { path, data } = file(2 * PART);
     const second = `bytes ${PART}-${2 * PART - 1}/${data.length}`;
     // The server's clock is an hour behind: only the difference of its two dates counts.
@@ -239,7 +243,9 @@ describe('the waiting progress line', () => {
 
   it('says how long it waits, why, and for how much longer it keeps retrying', () => {
     expect(waitingText(notice(), 1_000_000)).toBe('waiting 4 s: service unavailable (503), retrying for 1m52s more');
-    expect(waitingText(notice({ reason: 'connection refused', retryAt: 1_000_000 + 300, giveUpAt: 1_000_000 + 45_000 }), 1_000_000)).toBe('waiting 1 s: connection refused, retrying for 45s more');
+    expect(waitingText(notice({ reason: 'connection refused', retryAt: 1_000_000 + 300, giveUpAt: 1_000_000 + 45_000 }), 1_000_000)).toBe(
+      'waiting 1 s: connection refused, retrying for 45s more',
+    );
   });
 
   it('without a terminal prints a line per wait (not one per part in flight), and one when it goes on', () => {
@@ -265,9 +271,16 @@ describe('the waiting progress line', () => {
     );
   });
 
-  it('on a terminal keeps it on the bar\'s one line, in place of the ETA', async () => {
+  it("on a terminal keeps it on the bar's one line, in place of the ETA", async () => {
     let text = '';
-    const stream = { write: (s: string) => ((text += s), true), isTTY: true, columns: 200, cursorTo: () => true, clearLine: () => true, moveCursor: () => true } as unknown as NodeJS.WriteStream;
+    const stream = {
+      write: (s: string) => ((text += s), true),
+      isTTY: true,
+      columns: 200,
+      cursorTo: () => true,
+      clearLine: () => true,
+      moveCursor: () => true,
+    } as unknown as NodeJS.WriteStream;
     const view = progressView('upload', stream, 'bar');
     view.update({ done: 10 * 2 ** 20, total: 40 * 2 ** 20 });
     const now = Date.now();

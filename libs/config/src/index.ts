@@ -5,7 +5,10 @@ export { z };
 /** Thrown when an environment variable is missing or malformed; the message names it. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
-  constructor(readonly variable: string, problem: string) {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
     super(`configuration: ${variable}: ${problem}`);
   }
 }
@@ -14,10 +17,7 @@ export class ConfigError extends Error {
  * Parses the environment once against a schema whose keys are variable names. Libraries never
  * read process.env themselves; each service's main.ts calls this and passes typed values on.
  */
-export function parseEnv<S extends z.ZodRawShape>(
-  shape: S,
-  env: NodeJS.ProcessEnv = process.env,
-): z.infer<z.ZodObject<S>> {
+export function parseEnv<S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessEnv = process.env): z.infer<z.ZodObject<S>> {
   const result = z.object(shape).safeParse(env);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
@@ -57,7 +57,12 @@ export const env = {
     z
       .string()
       .default('')
-      .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   mongoUrl: () => z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
   redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
@@ -88,7 +93,10 @@ export function calledService<P extends string>(prefix: P): CalledServiceSetting
 
 /** `calledService` for a service that may run without that one (both variables optional). */
 export function optionalCalledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodOptional<z.ZodString>> {
-  return { [`${prefix}_URL`]: env.url().optional(), [`${prefix}_INTERNAL_SECRET`]: env.secret().optional() } as CalledServiceSettings<P, z.ZodOptional<z.ZodString>>;
+  return { [`${prefix}_URL`]: env.url().optional(), [`${prefix}_INTERNAL_SECRET`]: env.secret().optional() } as CalledServiceSettings<
+    P,
+    z.ZodOptional<z.ZodString>
+  >;
 }
 
 /** The service's MongoDB and its own database there. */

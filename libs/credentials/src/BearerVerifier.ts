@@ -30,7 +30,11 @@ export class BearerVerifier {
 
   constructor(private readonly options: BearerVerifierOptions) {
     if (options.jwksUrl) {
-      this.keys = createRemoteJWKSet(new URL(options.jwksUrl), { cooldownDuration: 30_000, cacheMaxAge: 600_000, timeoutDuration: options.jwksTimeoutMs ?? 5_000 });
+      this.keys = createRemoteJWKSet(new URL(options.jwksUrl), {
+        cooldownDuration: 30_000,
+        cacheMaxAge: 600_000,
+        timeoutDuration: options.jwksTimeoutMs ?? 5_000,
+      });
     } else if (options.jwksFile) {
       this.keys = createLocalJWKSet(JSON.parse(readFileSync(options.jwksFile, 'utf8')));
     } else {
@@ -57,7 +61,8 @@ export class BearerVerifier {
     const claim = payload[this.options.ownersClaim];
     const owners = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim.filter((o): o is string => typeof o === 'string') : [];
     // `sub` is not required (a client-credentials token may lack it); the subject is for logs only.
-    const subject = payload.sub ?? (typeof payload.client_id === 'string' ? payload.client_id : undefined) ?? (typeof payload.azp === 'string' ? payload.azp : '');
+    const subject =
+      payload.sub ?? (typeof payload.client_id === 'string' ? payload.client_id : undefined) ?? (typeof payload.azp === 'string' ? payload.azp : '');
     return { kind: 'bearer', subject, owners: owners.map((o) => o.toLowerCase()) };
   }
 }

@@ -29,9 +29,23 @@ describe('BearerVerifier with a remote JWKS', () => {
     await new Promise((resolve) => server.close(resolve));
   });
 
-  const verifier = () => new BearerVerifier({ jwksUrl: url, issuer: 'https://issuer.test', audience: 'content-api', algorithms: ['ES256'], ownersClaim: 'owners', jwksTimeoutMs: 300 });
+  const verifier = () =>
+    new BearerVerifier({
+      jwksUrl: url,
+      issuer: 'https://issuer.test',
+      audience: 'content-api',
+      algorithms: ['ES256'],
+      ownersClaim: 'owners',
+      jwksTimeoutMs: 300,
+    });
   const token = (claims: Record<string, unknown>, expiresIn = '5m') =>
-    new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://issuer.test').setAudience('content-api').setIssuedAt().setExpirationTime(expiresIn).sign(privateKey);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer('https://issuer.test')
+      .setAudience('content-api')
+      .setIssuedAt()
+      .setExpirationTime(expiresIn)
+      .sign(privateKey);
 
   it('accepts a good token, with or without sub, and reads its owners', async () => {
     mode = 'keys';

@@ -43,7 +43,11 @@ export const ERROR_CATALOGUE = {
   routeNotFound: { status: 404, family: 'contents', message: 'no route for this method and path' },
   contentNotReady: { status: 409, family: 'contents', message: 'the content is still being uploaded; it can be downloaded once all its parts are in' },
   totalConflict: { status: 409, family: 'contents', message: "the total differs from the content's" },
-  rangeOverlap: { status: 409, family: 'contents', message: 'these bytes partly overlap bytes already received; resend exactly the same range or only missing bytes' },
+  rangeOverlap: {
+    status: 409,
+    family: 'contents',
+    message: 'these bytes partly overlap bytes already received; resend exactly the same range or only missing bytes',
+  },
   rangeAlreadyStored: { status: 409, family: 'contents', message: 'these bytes were already received with other content and are assembled into their part' },
   contentAlreadyComplete: { status: 409, family: 'contents', message: 'the content is complete and these bytes differ from the stored ones' },
   lengthRequired: { status: 411, family: 'contents', message: 'send Content-Length (or a chunked body)' },
@@ -58,9 +62,24 @@ export const ERROR_CATALOGUE = {
   storageUnavailable: { status: 503, family: 'contents', message: 'the object storage does not answer; retry later' },
   contentBusy: { status: 503, family: 'contents', message: 'the content is busy with other requests; retry in a moment', retryAfterSeconds: 1 },
   contentCompleting: { status: 503, family: 'contents', message: 'the content is being completed right now; retry in a moment', retryAfterSeconds: 1 },
-  partAssembling: { status: 503, family: 'contents', message: 'the part these bytes belong to is being assembled right now; retry in a moment', retryAfterSeconds: 1 },
-  partWriting: { status: 503, family: 'contents', message: 'the part these bytes belong to is being written by another request right now; retry in a moment', retryAfterSeconds: 1 },
-  claimLost: { status: 503, family: 'contents', message: 'this request lost its claim (taken over, or the database did not answer in time); send it again', retryAfterSeconds: 1 },
+  partAssembling: {
+    status: 503,
+    family: 'contents',
+    message: 'the part these bytes belong to is being assembled right now; retry in a moment',
+    retryAfterSeconds: 1,
+  },
+  partWriting: {
+    status: 503,
+    family: 'contents',
+    message: 'the part these bytes belong to is being written by another request right now; retry in a moment',
+    retryAfterSeconds: 1,
+  },
+  claimLost: {
+    status: 503,
+    family: 'contents',
+    message: 'this request lost its claim (taken over, or the database did not answer in time); send it again',
+    retryAfterSeconds: 1,
+  },
 
   // ---- the gateway's own (before or instead of routing) ----
   missingHost: { status: 400, family: 'gateway', message: 'an HTTP/1.1 request needs one Host header' },
@@ -84,7 +103,8 @@ export const ERROR_CATALOGUE = {
   FreeNotAllowed: {
     status: 403,
     family: 'signin',
-    message: 'this api key may not skip certificate validation (free=true); send the request without free, or ask the operator for a key created with --allow-free',
+    message:
+      'this api key may not skip certificate validation (free=true); send the request without free, or ask the operator for a key created with --allow-free',
   },
   CertUnreadable: { status: 403, family: 'signin', message: 'the body is not a certificate (PEM, base64 or DER)' },
   UnknownCertificate: { status: 403, family: 'signin', message: 'the certificate is not registered' },

@@ -17,7 +17,15 @@ export function createLogger({ service, level = 'info' }: LoggerOptions): Logger
     // Headers are never logged by the services; should a request object reach a log line, its
     // credentials do not.
     redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-kontur-apikey"]', 'req.headers["x-refresh-token"]', 'req.headers["x-internal-secret"]', 'headers.authorization', 'headers.cookie'],
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["x-kontur-apikey"]',
+        'req.headers["x-refresh-token"]',
+        'req.headers["x-internal-secret"]',
+        'headers.authorization',
+        'headers.cookie',
+      ],
       censor: '[redacted]',
     },
   });

@@ -76,8 +76,17 @@ export class RequestRateLimiter {
     private readonly options: RequestRateLimiterOptions,
   ) {
     const registers = [options.registry ?? new Registry()];
-    this.refused = new Counter({ name: 'rate_limited_requests_total', help: 'Requests refused with 429, by the limit they were over: key or address', labelNames: ['limit'], registers });
-    this.redisFailures = new Counter({ name: 'rate_limit_redis_failures_total', help: 'Rate-limit checks counted in memory because Redis failed or was slow', registers });
+    this.refused = new Counter({
+      name: 'rate_limited_requests_total',
+      help: 'Requests refused with 429, by the limit they were over: key or address',
+      labelNames: ['limit'],
+      registers,
+    });
+    this.redisFailures = new Counter({
+      name: 'rate_limit_redis_failures_total',
+      help: 'Rate-limit checks counted in memory because Redis failed or was slow',
+      registers,
+    });
     this.perKey = options.perKey ? new SharedLimit(redis, `${options.prefix}:key`, options.perKey) : null;
     this.perAddress = options.perAddress ? new SharedLimit(redis, `${options.prefix}:addr`, options.perAddress) : null;
   }

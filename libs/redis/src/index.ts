@@ -53,8 +53,7 @@ export async function redisCommand<T = unknown>(client: Redis, args: string[], t
   } catch (error) {
     if (error instanceof RedisUnavailable) throw error;
     throw new RedisUnavailable(`redis command failed: ${(error as Error).message}`, { cause: error });
-  }
-  finally {
+  } finally {
     clearTimeout(timer);
   }
 }
@@ -68,7 +67,10 @@ export async function closeRedis(client: Redis, timeoutMs = 2_000): Promise<void
   if (client.isReady) {
     let timer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
-      client.quit().then(() => true, () => false),
+      client.quit().then(
+        () => true,
+        () => false,
+      ),
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
     ]);
     clearTimeout(timer);

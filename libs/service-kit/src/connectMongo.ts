@@ -14,7 +14,10 @@ export interface MongoConnection {
  * Connects a service to its MongoDB database (MONGODB_URL, MONGODB_DATABASE); every wait on the
  * server (selection, connecting, an operation's answer) is bounded by MONGODB_TIMEOUT_MS.
  */
-export async function connectMongo(settings: { MONGODB_URL: string; MONGODB_DATABASE: string; MONGODB_TIMEOUT_MS: number }, maxPoolSize: number): Promise<MongoConnection> {
+export async function connectMongo(
+  settings: { MONGODB_URL: string; MONGODB_DATABASE: string; MONGODB_TIMEOUT_MS: number },
+  maxPoolSize: number,
+): Promise<MongoConnection> {
   const client = new MongoClient(settings.MONGODB_URL, { ...mongoTimeouts(settings.MONGODB_TIMEOUT_MS), maxPoolSize });
   await client.connect();
   const db = client.db(settings.MONGODB_DATABASE);

@@ -24,6 +24,9 @@ export function jsonErrorHandler(logger: Logger, options: JsonErrorHandlerOption
     }
     if (!req.readableEnded) res.setHeader('Connection', 'close');
     for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
-    res.status(e.status).type('application/json; charset=utf-8').send(JSON.stringify(options.body(e, req.id)));
+    res
+      .status(e.status)
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify(options.body(e, req.id)));
   };
 }

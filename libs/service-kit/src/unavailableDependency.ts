@@ -5,7 +5,13 @@ export type Dependency = 'database' | 'cache' | 'storage';
 // MongoNetworkError): service-kit then needs neither the MongoDB driver nor @cp/redis.
 // The driver's own deadlines (an operation timeout, a full connection pool) count too: MongoDB is
 // too slow to serve now.
-const DATABASE = new Set(['MongoServerSelectionError', 'MongoNetworkError', 'MongoNotConnectedError', 'MongoOperationTimeoutError', 'MongoWaitQueueTimeoutError']);
+const DATABASE = new Set([
+  'MongoServerSelectionError',
+  'MongoNetworkError',
+  'MongoNotConnectedError',
+  'MongoOperationTimeoutError',
+  'MongoWaitQueueTimeoutError',
+]);
 const CACHE = new Set(['RedisUnavailable']);
 
 function classNames(error: object): string[] {

@@ -18,7 +18,12 @@ describe('health routes', () => {
         metrics: new ServiceMetrics('test'),
         isDraining: () => draining,
         checks: [
-          { name: 'mongodb', check: async () => { if (!mongoUp) throw new Error('down'); } },
+          {
+            name: 'mongodb',
+            check: async () => {
+              if (!mongoUp) throw new Error('down');
+            },
+          },
           { name: 's3', check: async () => undefined },
         ],
       }),

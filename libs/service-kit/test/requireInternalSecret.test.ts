@@ -43,9 +43,11 @@ describe('requireInternalSecret', () => {
   });
 
   it('refuses two callers with one secret (they could not be told apart)', () => {
-    expect(() => requireInternalSecret([
-      { name: 'x', secret: A, routes: ['/a'] },
-      { name: 'y', secret: A, routes: ['/b'] },
-    ])).toThrow(/different secrets/);
+    expect(() =>
+      requireInternalSecret([
+        { name: 'x', secret: A, routes: ['/a'] },
+        { name: 'y', secret: A, routes: ['/b'] },
+      ]),
+    ).toThrow(/different secrets/);
   });
 });

@@ -42,10 +42,7 @@ startService({
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger, metrics.registry),
       publicBaseUrl: config.PUBLIC_BASE_URL,
       isDraining,
-      readiness: [
-        mongo.readiness,
-        { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) },
-      ],
+      readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }],
     });
     const onShutdown = async () => {
       await closeRedis(redis);

@@ -7,17 +7,46 @@ import { CertUnreadable, parseCertificates, TooManyCertificates } from '../src/c
 
 const dir = mkdtempSync(join(tmpdir(), 'cp-certtext-'));
 const certs = ['a', 'b'].map((n) => {
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', `/CN=${n}`, '-keyout', join(dir, `${n}.key`), '-out', join(dir, `${n}.pem`)], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${n}`,
+      '-keyout',
+      join(dir, `${n}.key`),
+      '-out',
+      join(dir, `${n}.pem`),
+    ],
+    { stdio: 'ignore' },
+  );
   const pem = readFileSync(join(dir, `${n}.pem`), 'utf8');
   const der = execFileSync('openssl', ['x509', '-in', join(dir, `${n}.pem`), '-outform', 'DER']);
-  const thumbprint = execFileSync('openssl', ['x509', '-in', join(dir, `${n}.pem`), '-noout', '-fingerprint', '-sha1']).toString().split('=')[1]!.trim().replace(/:/g, '');
+  const thumbprint = execFileSync('openssl', ['x509', '-in', join(dir, `${n}.pem`), '-noout', '-fingerprint', '-sha1'])
+    .toString()
+    .split('=')[1]!
+    .trim()
+    .replace(/:/g, '');
   return { pem, der, thumbprint };
 });
 
 describe('reading a certificate body', () => {
   it('reads PEM, bare base64 and DER to the same certificate, with the thumbprint openssl computes', () => {
     const [a] = certs;
-    for (const body of [Buffer.from(a!.pem), Buffer.from(a!.der.toString('base64')), a!.der, Buffer.from(a!.der.toString('base64').replace(/(.{64})/g, '$1\r\n'))]) {
+    for (const body of [
+      Buffer.from(a!.pem),
+      Buffer.from(a!.der.toString('base64')),
+      a!.der,
+      Buffer.from(a!.der.toString('base64').replace(/(.{64})/g, '$1\r\n')),
+    ]) {
       const [leaf] = parseCertificates(body);
       expect(leaf!.thumbprint).toBe(a!.thumbprint);
       expect(leaf!.der.equals(a!.der)).toBe(true);

@@ -148,7 +148,7 @@ describe('path building', () => {
       await refuse(await makeLeaf('pb-under-sha1', sha1Ca), [sha1Ca], [root], 'SHA-1');
     });
 
-    it('refuses a chain longer than an issuer\'s pathLenConstraint', async () => {
+    it("refuses a chain longer than an issuer's pathLenConstraint", async () => {
       const strictRoot = await makeRoot('PB PathLen Root', { pathLen: 0 });
       const mid = await makeCert('PB PathLen Mid', strictRoot, { ca: true });
       await refuse(await makeLeaf('pb-pathlen', mid), [mid], [strictRoot], 'pathLenConstraint');
@@ -159,7 +159,12 @@ describe('path building', () => {
     it('refuses a leaf whose keyUsage forbids what the challenge needs', async () => {
       await refuse(await makeLeaf('pb-ec-noagree', intermediate, { keyUsage: ['digitalSignature'] }), [intermediate], [root], 'keyAgreement');
       const rsa = await newKey({ kind: 'rsa', bits: 2048 });
-      await refuse(await makeLeaf('pb-rsa-noencipher', intermediate, { key: rsa, keyUsage: ['digitalSignature', 'keyAgreement'] }), [intermediate], [root], 'keyEncipherment');
+      await refuse(
+        await makeLeaf('pb-rsa-noencipher', intermediate, { key: rsa, keyUsage: ['digitalSignature', 'keyAgreement'] }),
+        [intermediate],
+        [root],
+        'keyEncipherment',
+      );
     });
 
     it('refuses issuers that are not CAs or may not sign certificates', async () => {
@@ -221,20 +226,24 @@ describe('path building', () => {
       const samples = [root, intermediate, leaf].map((c) => c.der);
       const anchors = sources({ given: [p(intermediate)], roots: [p(root)] });
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...samples), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }), async (der, edits) => {
-          const bytes = Buffer.from(der);
-          for (const [at, value] of edits) bytes[at % bytes.length] = value;
-          let parsed: ParsedCertificate;
-          try {
-            parsed = parseDer(bytes);
-          } catch (error) {
-            expect((error as Error).name).toBe('CertUnreadable');
-            return;
-          }
-          const { value, ms } = await timed(() => buildPath(parsed, anchors, new Date()));
-          expect(ms).toBeLessThan(200);
-          if (value.valid) expect(Buffer.from(parsed.cert.tbsView).equals(Buffer.from(leaf.cert.tbsView))).toBe(true); // only the signed part unchanged can pass
-        }),
+        fc.asyncProperty(
+          fc.constantFrom(...samples),
+          fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }),
+          async (der, edits) => {
+            const bytes = Buffer.from(der);
+            for (const [at, value] of edits) bytes[at % bytes.length] = value;
+            let parsed: ParsedCertificate;
+            try {
+              parsed = parseDer(bytes);
+            } catch (error) {
+              expect((error as Error).name).toBe('CertUnreadable');
+              return;
+            }
+            const { value, ms } = await timed(() => buildPath(parsed, anchors, new Date()));
+            expect(ms).toBeLessThan(200);
+            if (value.valid) expect(Buffer.from(parsed.cert.tbsView).equals(Buffer.from(leaf.cert.tbsView))).toBe(true); // only the signed part unchanged can pass
+          },
+        ),
         { numRuns: 400 },
       );
     });

@@ -16,7 +16,9 @@ describe('auth-service settings', () => {
   it('names what is missing, and refuses the old shared INTERNAL_SECRET', () => {
     const { INTERNAL_SECRET_SESSION_SERVICE: _, ...missing } = base;
     expect(() => loadConfig(missing)).toThrow(/INTERNAL_SECRET_SESSION_SERVICE: is required/);
-    expect(() => loadConfig({ ...base, INTERNAL_SECRET: 'x'.repeat(24) })).toThrow(/INTERNAL_SECRET: is no longer read: set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET/);
+    expect(() => loadConfig({ ...base, INTERNAL_SECRET: 'x'.repeat(24) })).toThrow(
+      /INTERNAL_SECRET: is no longer read: set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET/,
+    );
   });
 
   it('never prints a Redis URL that may carry a password', () => {

@@ -60,14 +60,38 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     await trust.add({ _id: rootCert.thumbprint, kind: 'root', subject: 'Clock Root', der: new Binary(root.der), addedAt: clock.now() });
     const userId = randomUUID();
     await users.upsertUser(userId, [randomUUID()], clock.now());
-    await users.addCertificate({ _id: user.thumbprint, userId, subject: 'clock-user', notAfter: new Date(Date.now() + 365 * 24 * 3600 * 1000), der: new Binary(user.der), addedAt: clock.now() });
+    await users.addCertificate({
+      _id: user.thumbprint,
+      userId,
+      subject: 'clock-user',
+      notAfter: new Date(Date.now() + 365 * 24 * 3600 * 1000),
+      der: new Binary(user.der),
+      addedAt: clock.now(),
+    });
     apiKey = await apiKeys.create('clock test', clock.now());
 
     const signIn = new CertificateSignIn(
-      { users, chains: new ChainValidator(trust), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecrets.authToSession), clock: clock.now, logger },
+      {
+        users,
+        chains: new ChainValidator(trust),
+        rnds: new RndStore(redis, 5),
+        sessions: new HttpSessionClient(stack.services['session-service']!.url, stack.internalSecrets.authToSession),
+        clock: clock.now,
+        logger,
+      },
       { rndTtlSeconds: 600 },
     );
-    const app = buildApp({ logger, metrics: new ServiceMetrics('auth-test'), signIn, apiKeys, users, internalCallers: internalCallers({ sessionService: stack.internalSecrets.sessionToAuth }), rateLimiter: null, readiness: [], isDraining: () => false });
+    const app = buildApp({
+      logger,
+      metrics: new ServiceMetrics('auth-test'),
+      signIn,
+      apiKeys,
+      users,
+      internalCallers: internalCallers({ sessionService: stack.internalSecrets.sessionToAuth }),
+      rateLimiter: null,
+      readiness: [],
+      isDraining: () => false,
+    });
     server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/auth/v5.13`;
@@ -116,7 +140,14 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     const db = mongo.db(`${stack.prefix}-auth-nosession-${randomUUID().slice(0, 8)}`);
     // Same registry and Redis, but a session-service address where nothing listens.
     const signIn = new CertificateSignIn(
-      { users: new UserRegistry(mongo.db(dbName)), chains: new ChainValidator(new TrustStore(db)), rnds: new RndStore(redis, 5), sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecrets.authToSession), clock: clock.now, logger },
+      {
+        users: new UserRegistry(mongo.db(dbName)),
+        chains: new ChainValidator(new TrustStore(db)),
+        rnds: new RndStore(redis, 5),
+        sessions: new HttpSessionClient('http://127.0.0.1:1', stack.internalSecrets.authToSession),
+        clock: clock.now,
+        logger,
+      },
       { rndTtlSeconds: 600 },
     );
     const failed = await signIn.approve(user.thumbprint, rnd).catch((e: unknown) => e);

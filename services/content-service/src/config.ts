@@ -50,7 +50,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   );
   // Settings that only work together: a half-configured credential would fail on every request instead of at start-up.
   if (c.SESSION_SERVICE_URL && !c.SESSION_SERVICE_INTERNAL_SECRET) {
-    throw new ConfigError('SESSION_SERVICE_INTERNAL_SECRET', 'is required with SESSION_SERVICE_URL: the session-service answers its internal endpoint only to callers that send it');
+    throw new ConfigError(
+      'SESSION_SERVICE_INTERNAL_SECRET',
+      'is required with SESSION_SERVICE_URL: the session-service answers its internal endpoint only to callers that send it',
+    );
   }
   if (c.JWT_ISSUER && !c.JWT_JWKS_URL && !c.JWT_JWKS_FILE) {
     throw new ConfigError('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys');

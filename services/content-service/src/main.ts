@@ -57,11 +57,22 @@ startService({
       logger.warn({ err: error }, 'could not set the S3 lifecycle rule');
       return false;
     });
-    logger.info({ lifecycleRule: lifecycle, days: ttlDays }, lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads');
+    logger.info(
+      { lifecycleRule: lifecycle, days: ttlDays },
+      lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads',
+    );
 
     const metrics = new ServiceMetrics('content-service');
     const uploads = new UploadService(
-      { contents, ledger, objects, assembler: new PartAssembler(objects), locks: new Locks(new Claims(db, 'locks'), config.LOCK_LEASE_SECONDS * 1000), logger, metrics: new UploadMetrics(metrics.registry) },
+      {
+        contents,
+        ledger,
+        objects,
+        assembler: new PartAssembler(objects),
+        locks: new Locks(new Claims(db, 'locks'), config.LOCK_LEASE_SECONDS * 1000),
+        logger,
+        metrics: new UploadMetrics(metrics.registry),
+      },
       {
         uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
         completionLeaseMs: config.COMPLETION_LEASE_SECONDS * 1000,
@@ -75,22 +86,23 @@ startService({
       batchSize: config.SWEEP_BATCH_SIZE,
     });
     sweeper.start();
-    const bearer =
-      config.JWT_ISSUER // with a JWKS: loadConfig refuses one without the other
-        ? new BearerVerifier({
-            issuer: config.JWT_ISSUER,
-            audience: config.JWT_AUDIENCE,
-            jwksUrl: config.JWT_JWKS_URL,
-            jwksFile: config.JWT_JWKS_FILE,
-            algorithms: config.JWT_ALGORITHMS,
-            ownersClaim: config.JWT_OWNERS_CLAIM,
-          })
-        : null;
+    const bearer = config.JWT_ISSUER // with a JWKS: loadConfig refuses one without the other
+      ? new BearerVerifier({
+          issuer: config.JWT_ISSUER,
+          audience: config.JWT_AUDIENCE,
+          jwksUrl: config.JWT_JWKS_URL,
+          jwksFile: config.JWT_JWKS_FILE,
+          algorithms: config.JWT_ALGORITHMS,
+          ownersClaim: config.JWT_OWNERS_CLAIM,
+        })
+      : null;
     const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
     // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
     const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS }) : null;
-    const sessions = sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : sessionService;
-    if (!bearer && !sessions) throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
+    const sessions =
+      sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : sessionService;
+    if (!bearer && !sessions)
+      throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 
     const app = buildApp({
       logger,
@@ -100,10 +112,7 @@ startService({
       bearer,
       sessions,
       isDraining,
-      readiness: [
-        mongo.readiness,
-        { name: 's3', check: () => objects.ping() },
-      ],
+      readiness: [mongo.readiness, { name: 's3', check: () => objects.ping() }],
     });
     const onShutdown = async () => {
       await sweeper.stop();

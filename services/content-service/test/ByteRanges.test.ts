@@ -53,7 +53,13 @@ describe('byte ranges', () => {
   });
 
   it('formats merged ranges for the X-Received-Ranges header', () => {
-    expect(formatRanges([{ a: 10, b: 19 }, { a: 0, b: 9 }, { a: 30, b: 39 }])).toBe('0-19,30-39');
+    expect(
+      formatRanges([
+        { a: 10, b: 19 },
+        { a: 0, b: 9 },
+        { a: 30, b: 39 },
+      ]),
+    ).toBe('0-19,30-39');
     expect(formatRanges([])).toBe('');
   });
 });

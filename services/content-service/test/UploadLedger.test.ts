@@ -4,11 +4,15 @@ import { decodePiece, encodePiece, stagedKey, type Piece } from '../src/store/Up
 const contentId = '6f1c2a9e-3b7d-4c1a-9e2f-0a1b2c3d4e5f';
 const MAX = 30 * 1024 ** 3;
 
-const range = fc.tuple(fc.integer({ min: 0, max: MAX - 1 }), fc.integer({ min: 0, max: 64 * 1024 * 1024 - 1 })).map(([a, len]) => ({ a, b: Math.min(a + len, MAX - 1) }));
+const range = fc
+  .tuple(fc.integer({ min: 0, max: MAX - 1 }), fc.integer({ min: 0, max: 64 * 1024 * 1024 - 1 }))
+  .map(([a, len]) => ({ a, b: Math.min(a + len, MAX - 1) }));
 const hex = (n: number) => fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), minLength: n, maxLength: n });
 
 const partPiece = range.map((r): Piece => ({ ...r, kind: 'part', key: null, sha256: null }));
-const ourStaged = fc.tuple(range, hex(12), hex(64)).map(([r, nonce, sha256]): Piece => ({ ...r, kind: 'staged', key: stagedKey(contentId, r.a, r.b, nonce), sha256 }));
+const ourStaged = fc
+  .tuple(range, hex(12), hex(64))
+  .map(([r, nonce, sha256]): Piece => ({ ...r, kind: 'staged', key: stagedKey(contentId, r.a, r.b, nonce), sha256 }));
 const foreignStaged = fc
   .tuple(range, fc.constantFrom('staging/other/0-9.abc', 'elsewhere/x', `staging/${contentId}/1-2.a/b`), fc.option(hex(64), { nil: null }))
   .map(([r, key, sha256]): Piece => ({ ...r, kind: 'staged', key, sha256 }));

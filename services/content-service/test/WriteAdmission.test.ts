@@ -18,7 +18,8 @@ const refused = (fn: () => unknown) => {
 };
 
 describe('admitting a write by its headers', () => {
-  const write = (contentId: string | null, range: { start: number; end: number; total: number | null } | null, declaredLength: number | null) => admitWrite({ contentId, range, declaredLength });
+  const write = (contentId: string | null, range: { start: number; end: number; total: number | null } | null, declaredLength: number | null) =>
+    admitWrite({ contentId, range, declaredLength });
 
   it('stores a POST without Content-Range as one whole content, its length known or not', () => {
     expect(write(null, null, 5)).toEqual({ kind: 'whole', total: 5 });
@@ -46,7 +47,10 @@ describe('admitting a write by its headers', () => {
 
   it('refuses a content past 30 GiB with 413, by its total or by its last byte', () => {
     expect(refused(() => write(null, { start: 0, end: 9, total: MAX_CONTENT_SIZE + 1 }, 10))).toMatchObject({ status: 413, code: 'contentTooLarge' });
-    expect(refused(() => write('c1', { start: MAX_CONTENT_SIZE - 5, end: MAX_CONTENT_SIZE + 4, total: null }, 10))).toMatchObject({ status: 413, code: 'contentTooLarge' });
+    expect(refused(() => write('c1', { start: MAX_CONTENT_SIZE - 5, end: MAX_CONTENT_SIZE + 4, total: null }, 10))).toMatchObject({
+      status: 413,
+      code: 'contentTooLarge',
+    });
   });
 
   it('refuses a Content-Length other than the range length with 400', () => {
@@ -69,11 +73,17 @@ describe('settling the total', () => {
   });
 
   it('refuses a total smaller than the bytes already received with 409', () => {
-    expect(refused(() => settleTotal({ total: null }, state(null, 299), { start: 0, end: 9, total: 200 }))).toMatchObject({ status: 409, code: 'totalConflict' });
+    expect(refused(() => settleTotal({ total: null }, state(null, 299), { start: 0, end: 9, total: 200 }))).toMatchObject({
+      status: 409,
+      code: 'totalConflict',
+    });
   });
 
   it('refuses a range that ends at or past the total with 400', () => {
-    expect(refused(() => settleTotal({ total: 300 }, state(null, -1), { start: 250, end: 300, total: null }))).toMatchObject({ status: 400, code: 'rangePastTotal' });
+    expect(refused(() => settleTotal({ total: 300 }, state(null, -1), { start: 250, end: 300, total: null }))).toMatchObject({
+      status: 400,
+      code: 'rangePastTotal',
+    });
   });
 });
 
@@ -82,7 +92,8 @@ describe('what a write may not clash with', () => {
     const ledger = new InMemoryLedger();
     return { state: ledger.state('c'), part: ledger.part('c', 1) };
   };
-  const check = (state: ReturnType<typeof setUp>['state'], parts: PartRanges[], a: number, b: number, writer?: string) => checkWritable(state, parts, { a, b }, leases, now, writer);
+  const check = (state: ReturnType<typeof setUp>['state'], parts: PartRanges[], a: number, b: number, writer?: string) =>
+    checkWritable(state, parts, { a, b }, leases, now, writer);
 
   it('accepts new bytes and exactly the same range again (a retry)', () => {
     const { state, part } = setUp();
@@ -132,7 +143,9 @@ describe('what a write may not clash with', () => {
     const ledger = new InMemoryLedger();
     const second = ledger.part('c', 2);
     second.pieces = [direct(P, 2 * P - 1)];
-    expect(refused(() => checkWritable(ledger.state('c'), [ledger.part('c', 1), second], { a: P - 10, b: P + 10 }, leases, now))).toMatchObject({ code: 'rangeOverlap' });
+    expect(refused(() => checkWritable(ledger.state('c'), [ledger.part('c', 1), second], { a: P - 10, b: P + 10 }, leases, now))).toMatchObject({
+      code: 'rangeOverlap',
+    });
   });
 });
 

@@ -10,7 +10,14 @@ describe('completion', () => {
 
   const MiB = 1024 * 1024;
   const put = (contentId: string | null, start: number, bytes: Buffer, total: number) =>
-    stores.uploads.write({ ownerId: owner, contentId, range: { start, end: start + bytes.length - 1, total }, declaredLength: bytes.length, contentType: null, body: Readable.from([bytes]) });
+    stores.uploads.write({
+      ownerId: owner,
+      contentId,
+      range: { start, end: start + bytes.length - 1, total },
+      declaredLength: bytes.length,
+      contentType: null,
+      body: Readable.from([bytes]),
+    });
 
   async function bytesOf(key: string, a: number, b: number): Promise<Buffer> {
     const stored = await stores.objects.getRange(key, a, b);
@@ -22,18 +29,39 @@ describe('completion', () => {
   it('drops a part whose bytes in S3 are not the recorded ones instead of failing, and completes once it is sent again', async () => {
     const total = P + 10;
     const tail = Buffer.alloc(10, 1);
-    const created = await stores.uploads.write({ ownerId: owner, contentId: null, range: { start: P, end: P + 9, total }, declaredLength: 10, contentType: null, body: Readable.from([tail]) });
+    const created = await stores.uploads.write({
+      ownerId: owner,
+      contentId: null,
+      range: { start: P, end: P + 9, total },
+      declaredLength: 10,
+      contentType: null,
+      body: Readable.from([tail]),
+    });
     const record = (await stores.contents.find(owner, created.id))!;
     // as if a later rewrite of part 2 had reached S3 and then failed before it was recorded
     await stores.objects.uploadPart(record.s3Key, record.uploadId!, 2, Readable.from([Buffer.alloc(10, 9)]), 10);
 
     const head = Buffer.alloc(P, 2);
-    const last = await stores.uploads.write({ ownerId: owner, contentId: created.id, range: { start: 0, end: P - 1, total }, declaredLength: P, contentType: null, body: Readable.from([head]) });
+    const last = await stores.uploads.write({
+      ownerId: owner,
+      contentId: created.id,
+      range: { start: 0, end: P - 1, total },
+      declaredLength: P,
+      contentType: null,
+      body: Readable.from([head]),
+    });
     expect(last.completedNow).toBe(false);
     expect((await stores.contents.find(owner, created.id))!.state).toBe('uploading');
     expect(await stores.uploads.received(record)).toEqual({ total, ranges: [{ a: 0, b: P - 1 }] });
 
-    const again = await stores.uploads.write({ ownerId: owner, contentId: created.id, range: { start: P, end: P + 9, total }, declaredLength: 10, contentType: null, body: Readable.from([tail]) });
+    const again = await stores.uploads.write({
+      ownerId: owner,
+      contentId: created.id,
+      range: { start: P, end: P + 9, total },
+      declaredLength: 10,
+      contentType: null,
+      body: Readable.from([tail]),
+    });
     expect(again.completedNow).toBe(true);
     const ready = (await stores.contents.find(owner, created.id))!;
     expect(ready.state).toBe('ready');
@@ -111,7 +139,8 @@ describe('completion', () => {
     const total = P + 10;
     const created = await put(null, 0, Buffer.alloc(100, 1), total); // a staged piece of part 1
     const { ledger } = stores;
-    const claimBy = async (k: number, by: string | null) => ledger.savePart({ ...(await ledger.part(created.id, k)), writing: by ? { since: new Date(), by } : null });
+    const claimBy = async (k: number, by: string | null) =>
+      ledger.savePart({ ...(await ledger.part(created.id, k)), writing: by ? { since: new Date(), by } : null });
 
     await claimBy(2, 'another-request'); // an aligned write of part 2 (the final one) under way elsewhere
     await expect(put(created.id, P, Buffer.alloc(10, 2), total)).rejects.toMatchObject({ status: 503, code: 'partWriting' });
@@ -121,7 +150,14 @@ describe('completion', () => {
     await claimBy(2, null);
 
     // a body that ends short fails the S3 write; the claim goes with it
-    const short = stores.uploads.write({ ownerId: owner, contentId: created.id, range: { start: P, end: P + 9, total }, declaredLength: null, contentType: null, body: Readable.from([Buffer.alloc(5, 3)]) });
+    const short = stores.uploads.write({
+      ownerId: owner,
+      contentId: created.id,
+      range: { start: P, end: P + 9, total },
+      declaredLength: null,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(5, 3)]),
+    });
     await expect(short).rejects.toThrow();
     expect((await ledger.part(created.id, 2)).writing ?? null).toBeNull();
     expect((await put(created.id, P, Buffer.alloc(10, 2), total)).completedNow).toBe(false);

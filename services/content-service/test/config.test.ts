@@ -8,7 +8,9 @@ describe('content-service configuration', () => {
   it('accepts sessions with their secret, Bearer with its keys, or both', () => {
     expect(() => loadConfig({ ...base, ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
     expect(() => loadConfig({ ...base, ...bearer })).not.toThrow();
-    expect(() => loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test', JWT_JWKS_FILE: '/etc/jwks.json', ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
+    expect(() =>
+      loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test', JWT_JWKS_FILE: '/etc/jwks.json', ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) }),
+    ).not.toThrow();
   });
 
   it('stops on a credential set up by halves, naming the missing variable', () => {

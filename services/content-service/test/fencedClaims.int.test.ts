@@ -37,7 +37,14 @@ describe('fenced claims', () => {
     );
 
   const put = (uploads: UploadService, contentId: string | null, start: number, body: Readable | Buffer, length: number, total: number) =>
-    uploads.write({ ownerId: owner, contentId, range: { start, end: start + length - 1, total }, declaredLength: length, contentType: null, body: Buffer.isBuffer(body) ? Readable.from([body]) : body });
+    uploads.write({
+      ownerId: owner,
+      contentId,
+      range: { start, end: start + length - 1, total },
+      declaredLength: length,
+      contentType: null,
+      body: Buffer.isBuffer(body) ? Readable.from([body]) : body,
+    });
 
   it('refuses the commit of a holder paused past its lease once another took its claim over, and keeps the successor’s bookkeeping', async () => {
     const leaseMs = 500;

@@ -90,7 +90,9 @@ describe('ObjectStore stall timeout', () => {
     it('fails a download whose body S3 stops sending, while the reader waits', async () => {
       const stalling = createServer((socket) => {
         sockets.push(socket);
-        socket.once('data', () => socket.write('HTTP/1.1 206 Partial Content\r\nContent-Length: 1000000\r\nContent-Range: bytes 0-999999/1000000\r\n\r\n' + 'x'.repeat(1000)));
+        socket.once('data', () =>
+          socket.write('HTTP/1.1 206 Partial Content\r\nContent-Length: 1000000\r\nContent-Range: bytes 0-999999/1000000\r\n\r\n' + 'x'.repeat(1000)),
+        );
       });
       stalling.listen(0, '127.0.0.1');
       await once(stalling, 'listening');

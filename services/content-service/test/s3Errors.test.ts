@@ -1,7 +1,8 @@
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import { isS3Unavailable } from '../src/store/ObjectStore';
 
-const s3Error = (status: number, name: string) => new S3ServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status } });
+const s3Error = (status: number, name: string) =>
+  new S3ServiceException({ name, $fault: status >= 500 ? 'server' : 'client', $metadata: { httpStatusCode: status } });
 
 describe('isS3Unavailable', () => {
   it('counts S3 server errors, network failures and the SDK timeouts as S3 being unavailable', () => {

@@ -34,7 +34,14 @@ describe('upload sweeper', () => {
   const sweeper = () => new UploadSweeper(contents, uploads, new Claims(db, 'leases'), logger, { intervalMs: 1000, leaseMs: 60_000, batchSize: 100, clock });
 
   async function startUpload(bytes = 100, total = 300): Promise<string> {
-    const outcome = await uploads.write({ ownerId: owner, contentId: null, range: { start: 0, end: bytes - 1, total }, declaredLength: bytes, contentType: null, body: Readable.from([Buffer.alloc(bytes, 7)]) });
+    const outcome = await uploads.write({
+      ownerId: owner,
+      contentId: null,
+      range: { start: 0, end: bytes - 1, total },
+      declaredLength: bytes,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(bytes, 7)]),
+    });
     return outcome.id;
   }
 
@@ -53,7 +60,14 @@ describe('upload sweeper', () => {
     const record = (await contents.find(owner, abandoned))!;
     expect(await stagedKeys(abandoned)).toHaveLength(1);
     expect(await openUploads()).toContain(record.uploadId);
-    const done = await uploads.write({ ownerId: owner, contentId: null, range: null, declaredLength: 5, contentType: null, body: Readable.from([Buffer.from('hello')]) });
+    const done = await uploads.write({
+      ownerId: owner,
+      contentId: null,
+      range: null,
+      declaredLength: 5,
+      contentType: null,
+      body: Readable.from([Buffer.from('hello')]),
+    });
 
     now = new Date(now.getTime() + ttlMs - 1000);
     expect(await sweeper().sweepOnce()).toBe(0); // not expired yet
@@ -77,7 +91,14 @@ describe('upload sweeper', () => {
     // a content completed from two staged pieces
     const total = 300;
     const first = await startUpload(100, total);
-    const done = await uploads.write({ ownerId: owner, contentId: first, range: { start: 100, end: 299, total }, declaredLength: 200, contentType: null, body: Readable.from([Buffer.alloc(200, 8)]) });
+    const done = await uploads.write({
+      ownerId: owner,
+      contentId: first,
+      range: { start: 100, end: 299, total },
+      declaredLength: 200,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(200, 8)]),
+    });
     expect(done.completedNow).toBe(true);
     expect(await stagedKeys(first)).toEqual([]);
     expect(await uploads.pendingCleanups(100)).toEqual([]);
@@ -102,7 +123,14 @@ describe('upload sweeper', () => {
   it('keeps an upload that is still written to: each write moves its expiry a full time to live on', async () => {
     const id = await startUpload(100, 300);
     now = new Date(now.getTime() + ttlMs - 1000);
-    await uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 149, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 1)]) });
+    await uploads.write({
+      ownerId: owner,
+      contentId: id,
+      range: { start: 100, end: 149, total: 300 },
+      declaredLength: 50,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(50, 1)]),
+    });
     now = new Date(now.getTime() + ttlMs - 1000); // long past the first expiry, within the moved one
     expect(await sweeper().sweepOnce()).toBe(0);
     expect((await contents.find(owner, id))!.state).toBe('uploading');
@@ -116,7 +144,14 @@ describe('upload sweeper', () => {
     const id = await startUpload(100, 300);
     const writeAt = async (offset: number, a: number) => {
       now = new Date(created + offset);
-      await uploads.write({ ownerId: owner, contentId: id, range: { start: a, end: a + 49, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 4)]) });
+      await uploads.write({
+        ownerId: owner,
+        contentId: id,
+        range: { start: a, end: a + 49, total: 300 },
+        declaredLength: 50,
+        contentType: null,
+        body: Readable.from([Buffer.alloc(50, 4)]),
+      });
     };
     await writeAt(0.9 * ttlMs, 100);
     await writeAt(1.8 * ttlMs, 150);
@@ -132,7 +167,14 @@ describe('upload sweeper', () => {
     const created = now.getTime();
     const id = await startUpload(100, 300);
     now = new Date(created + 2 * ttlMs + 1000);
-    const late = uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 149, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 2)]) });
+    const late = uploads.write({
+      ownerId: owner,
+      contentId: id,
+      range: { start: 100, end: 149, total: 300 },
+      declaredLength: 50,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(50, 2)]),
+    });
     await expect(late).rejects.toMatchObject({ status: 404, code: 'contentNotFound' });
     expect(await stagedKeys(id)).toHaveLength(1); // the first piece only
     expect(await sweeper().sweepOnce()).toBe(1);
@@ -149,7 +191,16 @@ describe('upload sweeper', () => {
       throw new Error('the process died here');
     };
     try {
-      await expect(uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 299, total: 300 }, declaredLength: 200, contentType: null, body: Readable.from([Buffer.alloc(200, 3)]) })).rejects.toThrow('died');
+      await expect(
+        uploads.write({
+          ownerId: owner,
+          contentId: id,
+          range: { start: 100, end: 299, total: 300 },
+          declaredLength: 200,
+          contentType: null,
+          body: Readable.from([Buffer.alloc(200, 3)]),
+        }),
+      ).rejects.toThrow('died');
     } finally {
       delete (store as Partial<typeof store>).completeMultipartUpload;
     }
@@ -170,7 +221,14 @@ describe('upload sweeper', () => {
     const found = (await contents.findExpired(now, 100)).map((r) => r._id);
     expect(found).toEqual(expect.arrayContaining([completed, completing]));
     // between the sweeper's query and its removal: one content completed by its last part...
-    const done = await uploads.write({ ownerId: owner, contentId: completed, range: { start: 100, end: 299, total: 300 }, declaredLength: 200, contentType: null, body: Readable.from([Buffer.alloc(200, 3)]) });
+    const done = await uploads.write({
+      ownerId: owner,
+      contentId: completed,
+      range: { start: 100, end: 299, total: 300 },
+      declaredLength: 200,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(200, 3)]),
+    });
     expect(done.completedNow).toBe(true);
     // ...and the other one claimed for completion by a request still at work
     await ledger.saveState({ ...(await ledger.state(completing)), completing: now });
@@ -190,7 +248,14 @@ describe('upload sweeper', () => {
   it('refuses a write that arrives once the sweeper has decided to remove the upload, and keeps none of its bytes', async () => {
     const id = await startUpload(100, 300);
     await ledger.saveState({ ...(await ledger.state(id)), expiring: now });
-    const late = uploads.write({ ownerId: owner, contentId: id, range: { start: 100, end: 149, total: 300 }, declaredLength: 50, contentType: null, body: Readable.from([Buffer.alloc(50, 2)]) });
+    const late = uploads.write({
+      ownerId: owner,
+      contentId: id,
+      range: { start: 100, end: 149, total: 300 },
+      declaredLength: 50,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(50, 2)]),
+    });
     await expect(late).rejects.toMatchObject({ status: 404, code: 'contentNotFound' });
     expect(await stagedKeys(id)).toHaveLength(1); // the first piece only
     await uploads.discard((await contents.find(owner, id))!);

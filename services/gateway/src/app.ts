@@ -25,7 +25,14 @@ export interface GatewayDeps {
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
 export function buildApp(deps: GatewayDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining, separateAdmin: true, before: [deps.metrics.middleware(), edgeChecks()] });
+  const app = serviceApp({
+    logger: deps.logger,
+    metrics: deps.metrics,
+    readiness: deps.readiness,
+    isDraining: deps.isDraining,
+    separateAdmin: true,
+    before: [deps.metrics.middleware(), edgeChecks()],
+  });
   app.use(docsRoutes());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });

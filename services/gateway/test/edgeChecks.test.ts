@@ -16,32 +16,116 @@ const refused = (req: Request) => refusalOf(req)?.code ?? null;
 
 describe('refusalOf: what the gateway decides from the head alone', () => {
   it('lets a sound upload through', () => {
-    expect(refused(head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 0-9/20'], ['Content-Length', '10'], ['Content-Type', 'text/plain']]))).toBeNull();
+    expect(
+      refused(
+        head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [
+          ['Host', 'g'],
+          ['Content-Range', 'bytes 0-9/20'],
+          ['Content-Length', '10'],
+          ['Content-Type', 'text/plain'],
+        ]),
+      ),
+    ).toBeNull();
   });
 
   it.each([
-    ['a second Host', head('GET', '/healthz', [['Host', 'a'], ['Host', 'b']]), 'duplicateHost'],
+    [
+      'a second Host',
+      head('GET', '/healthz', [
+        ['Host', 'a'],
+        ['Host', 'b'],
+      ]),
+      'duplicateHost',
+    ],
     ['no Host on HTTP/1.1', head('GET', '/healthz', []), 'missingHost'],
     ['//', head('GET', `/v1//${OWNER}/contents`, [['Host', 'g']]), 'invalidPath'],
     ['\\', head('GET', '/sessions/v5.13\\..\\internal', [['Host', 'g']]), 'invalidPath'],
     ['%2e%2e', head('GET', '/v1/%2E%2e/internal', [['Host', 'g']]), 'invalidPath'],
-    ['non-ASCII Content-Type', head('POST', `/v1/${OWNER}/contents`, [['Host', 'g'], ['Content-Type', 'text/plain; charset=\xff'], ['Content-Length', '1']]), 'invalidContentType'],
+    [
+      'non-ASCII Content-Type',
+      head('POST', `/v1/${OWNER}/contents`, [
+        ['Host', 'g'],
+        ['Content-Type', 'text/plain; charset=\xff'],
+        ['Content-Length', '1'],
+      ]),
+      'invalidContentType',
+    ],
     ['12 KB api key', head('POST', `/sessions/v5.13/sessions/refresh?api-key=${'k'.repeat(12288)}`, [['Host', 'g']]), 'credentialTooLong'],
-    ['a 2 KB auth.sid cookie', head('GET', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Cookie', `theme=dark; auth.sid=${'A'.repeat(2048)}`]]), 'credentialTooLong'],
-    ['Content-Length above 64 MiB', head('POST', `/v1/${OWNER}/contents`, [['Host', 'g'], ['Content-Length', '67108865']]), 'partTooLarge'],
-    ['range of more than 64 MiB', head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 0-67108864/99999999999'], ['Transfer-Encoding', 'chunked']]), 'partTooLarge'],
-    ['a > b', head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 9-0/10'], ['Content-Length', '10']]), 'invalidRange'],
-    ['length other than the range', head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 0-9/10'], ['Content-Length', '11']]), 'bodyLengthMismatch'],
-    ['total above 30 GiB', head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', 'bytes 0-9/32212254721'], ['Content-Length', '10']]), 'contentTooLarge'],
+    [
+      'a 2 KB auth.sid cookie',
+      head('GET', `/v1/${OWNER}/contents/${OWNER}`, [
+        ['Host', 'g'],
+        ['Cookie', `theme=dark; auth.sid=${'A'.repeat(2048)}`],
+      ]),
+      'credentialTooLong',
+    ],
+    [
+      'Content-Length above 64 MiB',
+      head('POST', `/v1/${OWNER}/contents`, [
+        ['Host', 'g'],
+        ['Content-Length', '67108865'],
+      ]),
+      'partTooLarge',
+    ],
+    [
+      'range of more than 64 MiB',
+      head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [
+        ['Host', 'g'],
+        ['Content-Range', 'bytes 0-67108864/99999999999'],
+        ['Transfer-Encoding', 'chunked'],
+      ]),
+      'partTooLarge',
+    ],
+    [
+      'a > b',
+      head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [
+        ['Host', 'g'],
+        ['Content-Range', 'bytes 9-0/10'],
+        ['Content-Length', '10'],
+      ]),
+      'invalidRange',
+    ],
+    [
+      'length other than the range',
+      head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [
+        ['Host', 'g'],
+        ['Content-Range', 'bytes 0-9/10'],
+        ['Content-Length', '11'],
+      ]),
+      'bodyLengthMismatch',
+    ],
+    [
+      'total above 30 GiB',
+      head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [
+        ['Host', 'g'],
+        ['Content-Range', 'bytes 0-9/32212254721'],
+        ['Content-Length', '10'],
+      ]),
+      'contentTooLarge',
+    ],
     ['no length on a write', head('POST', `/v1/${OWNER}/contents`, [['Host', 'g']]), 'lengthRequired'],
-    ['an unknown Expect', head('GET', '/healthz', [['Host', 'g'], ['Expect', 'teapot']]), 'expectationFailed'],
+    [
+      'an unknown Expect',
+      head('GET', '/healthz', [
+        ['Host', 'g'],
+        ['Expect', 'teapot'],
+      ]),
+      'expectationFailed',
+    ],
   ])('refuses %s', (_name, req, code) => {
     expect(refused(req)).toBe(code);
   });
 });
 
 it('leaves cookies other than auth.sid alone', () => {
-  expect(refused(head('GET', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Cookie', `pref=caf\xe9; big=${'x'.repeat(9000)}; auth.sid=${'A'.repeat(64)}`]]))).toBeNull();
+  expect(
+    refused(
+      head('GET', `/v1/${OWNER}/contents/${OWNER}`, [
+        ['Host', 'g'],
+        ['Cookie', `pref=caf\xe9; big=${'x'.repeat(9000)}; auth.sid=${'A'.repeat(64)}`],
+      ]),
+    ),
+  ).toBeNull();
 });
 
 describe('routeLabel', () => {
@@ -56,19 +140,29 @@ describe('routeLabel', () => {
 
 describe('the edge and the content-service read Content-Range alike', () => {
   it('refuses as invalidRange exactly what libs/ranges cannot parse', () => {
-    const piece = fc.oneof(fc.constantFrom('bytes ', 'bytes=', 'BYTES ', 'bytes', '-', '/', '*', ' ', '0', '9', '10', '99999999999999999999'), fc.nat(50).map(String));
+    const piece = fc.oneof(
+      fc.constantFrom('bytes ', 'bytes=', 'BYTES ', 'bytes', '-', '/', '*', ' ', '0', '9', '10', '99999999999999999999'),
+      fc.nat(50).map(String),
+    );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 7 }).map((parts) => parts.join('')), (value) => {
-        const req = head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [['Host', 'g'], ['Content-Range', value], ['Transfer-Encoding', 'chunked']]);
-        let parses = true;
-        try {
-          parseContentRange(value);
-        } catch {
-          parses = false;
-        }
-        const code = refused(req);
-        expect({ value, parses, edgeInvalid: code === 'invalidRange' }).toEqual({ value, parses, edgeInvalid: !parses });
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 7 }).map((parts) => parts.join('')),
+        (value) => {
+          const req = head('PUT', `/v1/${OWNER}/contents/${OWNER}`, [
+            ['Host', 'g'],
+            ['Content-Range', value],
+            ['Transfer-Encoding', 'chunked'],
+          ]);
+          let parses = true;
+          try {
+            parseContentRange(value);
+          } catch {
+            parses = false;
+          }
+          const code = refused(req);
+          expect({ value, parses, edgeInvalid: code === 'invalidRange' }).toEqual({ value, parses, edgeInvalid: !parses });
+        },
+      ),
       { numRuns: 2000 },
     );
   });

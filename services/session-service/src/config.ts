@@ -4,7 +4,9 @@ const DAY = 24 * 3600;
 
 /** Every setting of the session-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
-  refuseRemoved(source, { INTERNAL_SECRET: 'set INTERNAL_SECRET_AUTH_SERVICE, INTERNAL_SECRET_CONTENT_SERVICE and AUTH_SERVICE_INTERNAL_SECRET instead (one secret per caller)' });
+  refuseRemoved(source, {
+    INTERNAL_SECRET: 'set INTERNAL_SECRET_AUTH_SERVICE, INTERNAL_SECRET_CONTENT_SERVICE and AUTH_SERVICE_INTERNAL_SECRET instead (one secret per caller)',
+  });
   const c = parseEnv(
     {
       ...serviceSettings({ port: 8083, shutdownGraceMs: 30_000 }),

@@ -24,7 +24,9 @@ describe('session-service settings', () => {
   });
 
   it('refuses one secret for two callers, and the old shared INTERNAL_SECRET', () => {
-    expect(() => loadConfig({ ...base, INTERNAL_SECRET_CONTENT_SERVICE: base.INTERNAL_SECRET_AUTH_SERVICE })).toThrow(/INTERNAL_SECRET_CONTENT_SERVICE: must differ/);
+    expect(() => loadConfig({ ...base, INTERNAL_SECRET_CONTENT_SERVICE: base.INTERNAL_SECRET_AUTH_SERVICE })).toThrow(
+      /INTERNAL_SECRET_CONTENT_SERVICE: must differ/,
+    );
     expect(() => loadConfig({ ...base, INTERNAL_SECRET: 'x'.repeat(24) })).toThrow(/INTERNAL_SECRET: is no longer read/);
   });
 

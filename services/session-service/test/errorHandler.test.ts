@@ -52,7 +52,9 @@ describe('session-service error bodies', () => {
   });
 
   it('keeps the Code, status and Retry-After of a ServiceError', async () => {
-    const { status, body, retryAfter } = await answerFor(ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 }));
+    const { status, body, retryAfter } = await answerFor(
+      ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 }),
+    );
     expect(status).toBe(503);
     expect(JSON.parse(body)).toEqual({ Code: 'ServiceUnavailable', Message: 'another refresh with this token is under way; retry' });
     expect(retryAfter).toBe('1');

@@ -90,7 +90,8 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
   let replicaA: SessionService;
   let replicaB: SessionService;
 
-  const service = (r: SessionRepository, l: SessionLifetimes = lifetimes): SessionService => new SessionService(r, new SessionCache(redis, 60), clock.now, l, logger, registry);
+  const service = (r: SessionRepository, l: SessionLifetimes = lifetimes): SessionService =>
+    new SessionService(r, new SessionCache(redis, 60), clock.now, l, logger, registry);
 
   async function signIn(owners?: string[]): Promise<IssuedPair & { userId: string; owners: string[]; thumbprint: string }> {
     const user = registry.add(owners);
@@ -167,7 +168,8 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const first = await signIn();
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
       const rotation = await repo.findRotation(tokenHash(first.RefreshToken)!);
-      const stored = JSON.stringify(await db.collection('session_rotations').find({}).toArray()) + JSON.stringify(await db.collection('session_pairs').find({}).toArray());
+      const stored =
+        JSON.stringify(await db.collection('session_rotations').find({}).toArray()) + JSON.stringify(await db.collection('session_pairs').find({}).toArray());
       for (const token of [first.Sid, first.RefreshToken, second.Sid, second.RefreshToken]) expect(stored.toUpperCase()).not.toContain(token);
       expect(rotation?.sealed).toEqual(expect.any(String));
       // What a leak gives: the hashes. Neither opens the sealed pair; the token itself does.
@@ -307,7 +309,7 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       expect(await revokedAt(await familyOf(second))).toBeNull();
     });
 
-    it("gives the new pair the owners the registry has now", async () => {
+    it('gives the new pair the owners the registry has now', async () => {
       const first = await signIn();
       const added = randomUUID();
       registry.users.set(first.userId, [...first.owners, added]);

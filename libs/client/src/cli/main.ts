@@ -44,7 +44,13 @@ function stdinSize(): number | undefined {
   }
 }
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.WriteStream, err: NodeJS.WriteStream, stdin: AsyncIterable<Uint8Array> = process.stdin): Promise<number> {
+export async function run(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  out: NodeJS.WriteStream,
+  err: NodeJS.WriteStream,
+  stdin: AsyncIterable<Uint8Array> = process.stdin,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -130,7 +136,12 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
     switch (command) {
       case 'login': {
         if (!o.cert || !o.key || !o['api-key']) throw new UsageError('login needs --cert <pem>, --key <pem> and --api-key <key>');
-        const pair = await client.signIn({ certificatePem: readFileSync(o.cert, 'utf8'), privateKeyPem: readFileSync(o.key, 'utf8'), apiKey: o['api-key'], signal: abort.signal });
+        const pair = await client.signIn({
+          certificatePem: readFileSync(o.cert, 'utf8'),
+          privateKeyPem: readFileSync(o.key, 'utf8'),
+          apiKey: o['api-key'],
+          signal: abort.signal,
+        });
         const next: SavedConfig = { url, owner, sid: pair.sid, refreshToken: pair.refreshToken, apiKey: o['api-key'] };
         writeConfig(configPath, next);
         print(`signed in; session saved in ${configPath}`, { sid: pair.sid, refreshToken: pair.refreshToken, config: configPath });
@@ -187,7 +198,14 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv, out: NodeJS.Wr
         const downloadView = progressView('download', err, mode);
         view = downloadView;
         try {
-          const r = await client.downloadFile(id, file, { owner: needOwner(), concurrency: parallel, sha256: o.sha256, resume: !o.restart, signal: abort.signal, onProgress: (p) => downloadView.update(p) });
+          const r = await client.downloadFile(id, file, {
+            owner: needOwner(),
+            concurrency: parallel,
+            sha256: o.sha256,
+            resume: !o.restart,
+            signal: abort.signal,
+            onProgress: (p) => downloadView.update(p),
+          });
           downloadView.stop();
           print(`${file}: ${r.bytes} bytes, sha256 ${r.sha256}`, { id, file, ...r });
         } finally {
@@ -227,25 +245,38 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
   if (error instanceof RetriesExhaustedError) {
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     const again = resumeHint ? `; resume with: ${resumeHint}` : '';
-    return write(6, `${error.message}${track}`, `the service stayed unavailable; try again later, or wait longer with --retry-for (e.g. --retry-for 10m)${again}`, {
-      code: error.code,
-      status: error.status,
-      reason: error.reason,
-      retriedForMs: error.retriedForMs,
-      attempts: error.attempts,
-      trackId: error.trackId,
-    });
+    return write(
+      6,
+      `${error.message}${track}`,
+      `the service stayed unavailable; try again later, or wait longer with --retry-for (e.g. --retry-for 10m)${again}`,
+      {
+        code: error.code,
+        status: error.status,
+        reason: error.reason,
+        retriedForMs: error.retriedForMs,
+        attempts: error.attempts,
+        trackId: error.trackId,
+      },
+    );
   }
   if (error instanceof ApiError) {
     const code = error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
-    return write(code, `${error.status} ${error.code}: ${error.message}${track}`, resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint, { status: error.status, code: error.code, trackId: error.trackId });
+    return write(
+      code,
+      `${error.status} ${error.code}: ${error.message}${track}`,
+      resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint,
+      { status: error.status, code: error.code, trackId: error.trackId },
+    );
   }
   // Found by the client itself (no answer said so): reported like the conflict it is.
   if (error instanceof ContentStateError) return write(5, `${error.code}: ${error.message}`, error.hint, { code: error.code });
-  if (error instanceof CredentialsFileError) return write(3, error.message, 'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)');
-  if (error instanceof IntegrityError) return write(7, error.message, 'the bytes are not what they should be: run the command again (a download with --restart)');
-  if (error instanceof TransportError) return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');
+  if (error instanceof CredentialsFileError)
+    return write(3, error.message, 'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)');
+  if (error instanceof IntegrityError)
+    return write(7, error.message, 'the bytes are not what they should be: run the command again (a download with --restart)');
+  if (error instanceof TransportError)
+    return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');
   if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return write(2, (error as Error).message, 'check the file name');
   return write(1, String((error as Error)?.stack ?? error), 'this is unexpected; please report it');
 }

@@ -89,7 +89,12 @@ export class FakeContentApi {
     }
     if (forced && forced !== 'drop-mid-body') {
       await drain(req);
-      return json(res, forced.status, forced.body ?? { id: `urn:error:contents:http${forced.status}`, 'status-code': forced.status, message: 'forced', 'track-id': 't' }, forced.headers);
+      return json(
+        res,
+        forced.status,
+        forced.body ?? { id: `urn:error:contents:http${forced.status}`, 'status-code': forced.status, message: 'forced', 'track-id': 't' },
+        forced.headers,
+      );
     }
     if (url.pathname === '/sessions/v5.13/sessions/refresh') {
       await drain(req);
@@ -132,7 +137,12 @@ export class FakeContentApi {
       if (!c) return json(res, 404, { id: 'urn:error:contents:contentNotFound', 'status-code': 404, message: 'no such content', 'track-id': 't' });
       if (req.method === 'HEAD') {
         const received = [...c.parts.entries()].sort((a, b) => a[0] - b[0]).map(([s, b]) => `${s}-${s + b.length - 1}`);
-        res.writeHead(200, { 'x-upload-state': this.ready(c) ? 'ready' : 'uploading', 'x-content-total': c.total ?? '', 'x-received-ranges': received.join(','), etag: '"e"' });
+        res.writeHead(200, {
+          'x-upload-state': this.ready(c) ? 'ready' : 'uploading',
+          'x-content-total': c.total ?? '',
+          'x-received-ranges': received.join(','),
+          etag: '"e"',
+        });
         return void res.end();
       }
       // GET with Range: bytes=a-b

@@ -105,7 +105,9 @@ async function main(argv: string[]): Promise<void> {
         const user = await registry.user(requireUuid(values.user, '--user'));
         if (!user) throw new UsageError('no such user');
         const certs = await registry.certificates.find({ userId: user._id }).toArray();
-        process.stdout.write(`${JSON.stringify({ user: user._id, owners: user.owners, certificates: certs.map((c) => ({ thumbprint: c._id, subject: c.subject, notAfter: c.notAfter })) }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ user: user._id, owners: user.owners, certificates: certs.map((c) => ({ thumbprint: c._id, subject: c.subject, notAfter: c.notAfter })) }, null, 2)}\n`,
+        );
         break;
       }
       case 'cert remove': {
@@ -122,7 +124,8 @@ async function main(argv: string[]): Promise<void> {
       }
       case 'trust remove': {
         const thumbprint = requireThumbprint(values.thumbprint);
-        if (!(await new TrustStore(db).remove(thumbprint, now))) throw new NotFound(`no trusted certificate ${thumbprint} (chains through it are refused from now on all the same)`);
+        if (!(await new TrustStore(db).remove(thumbprint, now)))
+          throw new NotFound(`no trusted certificate ${thumbprint} (chains through it are refused from now on all the same)`);
         process.stdout.write(`trusted certificate ${thumbprint} removed\n`);
         break;
       }
@@ -135,7 +138,8 @@ async function main(argv: string[]): Promise<void> {
         if (files.length === 0) throw new UsageError('trust add needs --cert <pem file>');
         const trust = new TrustStore(db);
         for (const file of files) {
-          for (const c of readCerts(file, 10_000)) { // a CA bundle may hold many
+          for (const c of readCerts(file, 10_000)) {
+            // a CA bundle may hold many
             const kind = (await isSelfSigned(c)) ? 'root' : 'intermediate';
             await trust.add({ _id: c.thumbprint, kind, subject: subjectOf(c), der: new Binary(c.der), addedAt: now });
             process.stdout.write(`${kind} ${c.thumbprint} ${subjectOf(c)}\n`);
@@ -144,7 +148,8 @@ async function main(argv: string[]): Promise<void> {
         break;
       }
       case 'trust list': {
-        for (const d of await new TrustStore(db).list()) process.stdout.write(`${d.kind} ${d._id} ${d.subject}${d.learned ? ' (remembered from a chain that validated)' : ''}\n`);
+        for (const d of await new TrustStore(db).list())
+          process.stdout.write(`${d.kind} ${d._id} ${d.subject}${d.learned ? ' (remembered from a chain that validated)' : ''}\n`);
         break;
       }
       default:
@@ -191,7 +196,8 @@ async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  const message = error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound ? error.message : String((error as Error)?.stack ?? error);
+  const message =
+    error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound ? error.message : String((error as Error)?.stack ?? error);
   process.stderr.write(`admin: ${message}\n`);
   process.exit(error instanceof UsageError ? 2 : error instanceof NotFound ? 3 : 1);
 });

@@ -29,8 +29,10 @@ export function signatureProblem(f: CertificateFacts, role: string): string | un
  */
 export function leafKeyUsageProblem(f: CertificateFacts): string | undefined {
   if (!f.keyUsage) return undefined;
-  if (f.keyKind === 'rsa' && !f.keyUsage.keyEncipherment) return `the certificate "${f.subject}" has an RSA key whose keyUsage does not allow keyEncipherment, which sign-in needs`;
-  if (f.keyKind === 'ec' && !f.keyUsage.keyAgreement) return `the certificate "${f.subject}" has an EC key whose keyUsage does not allow keyAgreement, which sign-in needs`;
+  if (f.keyKind === 'rsa' && !f.keyUsage.keyEncipherment)
+    return `the certificate "${f.subject}" has an RSA key whose keyUsage does not allow keyEncipherment, which sign-in needs`;
+  if (f.keyKind === 'ec' && !f.keyUsage.keyAgreement)
+    return `the certificate "${f.subject}" has an EC key whose keyUsage does not allow keyAgreement, which sign-in needs`;
   return undefined;
 }
 

@@ -39,7 +39,8 @@ export function parseCertificates(body: Buffer, maxCertificates = MAX_CERTIFICAT
   if (body[0] !== 0x30) {
     let count = 0;
     for (let at = body.indexOf(BEGIN); at !== -1; at = body.indexOf(BEGIN, at + BEGIN.length)) {
-      if (++count > maxCertificates) throw new TooManyCertificates(`the body holds more than ${maxCertificates} certificates; send the certificate and its intermediates only`);
+      if (++count > maxCertificates)
+        throw new TooManyCertificates(`the body holds more than ${maxCertificates} certificates; send the certificate and its intermediates only`);
     }
   }
   const ders: Buffer[] = [];

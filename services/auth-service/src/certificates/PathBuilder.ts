@@ -30,12 +30,11 @@ export interface PathLimits {
 
 export const DEFAULT_PATH_LIMITS: PathLimits = { maxDepth: 8, maxSignatureChecks: 16, maxSteps: 500, budgetMs: 150 };
 
-export type PathVerdict =
-  | { valid: true; /** leaf first, the trusted root last */ path: ParsedCertificate[] }
-  | { valid: false; reason: string };
+export type PathVerdict = { valid: true; /** leaf first, the trusted root last */ path: ParsedCertificate[] } | { valid: false; reason: string };
 
 /** What a client or operator can do when an issuer cannot be found. */
-export const MISSING_ISSUER_ADVICE = 'send the whole chain as PEM (the certificate first, then its intermediates), or ask the operator to register the intermediate (admin trust add --cert)';
+export const MISSING_ISSUER_ADVICE =
+  'send the whole chain as PEM (the certificate first, then its intermediates), or ask the operator to register the intermediate (admin trust add --cert)';
 
 /**
  * Finds a path from the leaf up to a registered root, depth first, without pkijs's path building
@@ -46,7 +45,8 @@ export const MISSING_ISSUER_ADVICE = 'send the whole chain as PEM (the certifica
  */
 export async function buildPath(leaf: ParsedCertificate, sources: PathSources, now: Date, limits: PathLimits = DEFAULT_PATH_LIMITS): Promise<PathVerdict> {
   usePkijsEngine();
-  const leafProblem = certificateProblem(leaf.facts, now, 'the certificate') ?? signatureProblem(leaf.facts, 'the certificate') ?? leafKeyUsageProblem(leaf.facts);
+  const leafProblem =
+    certificateProblem(leaf.facts, now, 'the certificate') ?? signatureProblem(leaf.facts, 'the certificate') ?? leafKeyUsageProblem(leaf.facts);
   if (leafProblem) return { valid: false, reason: leafProblem };
   if (sources.roots.length === 0) return { valid: false, reason: 'no trusted root is configured' };
 
@@ -101,9 +101,7 @@ export async function buildPath(leaf: ParsedCertificate, sources: PathSources, n
   const extend = async (path: ParsedCertificate[], visited: Set<string>): Promise<ParsedCertificate[] | undefined> => {
     const child = path[path.length - 1]!;
     const depth = path.length; // issuers above the leaf once a candidate is added
-    const candidates = (bySubject.get(child.facts.issuerKey) ?? []).filter(
-      (c) => !(child.facts.aki && c.facts.ski && child.facts.aki !== c.facts.ski),
-    );
+    const candidates = (bySubject.get(child.facts.issuerKey) ?? []).filter((c) => !(child.facts.aki && c.facts.ski && child.facts.aki !== c.facts.ski));
     if (candidates.length === 0) {
       fail(depth, `the issuer "${child.facts.issuer}" of "${child.facts.subject}" is not known: ${MISSING_ISSUER_ADVICE}`);
       return undefined;

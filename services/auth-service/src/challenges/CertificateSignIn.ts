@@ -46,7 +46,10 @@ export class CertificateSignIn {
     if (free) {
       const f = leaf!.facts;
       if (f.keyKind === 'rsa' && (f.rsaBits ?? 0) < MIN_RSA_BITS) {
-        throw ServiceError.of('CertNotValid', `the certificate is not valid: its RSA key has ${f.rsaBits ?? 'an unreadable number of'} bits; at least ${MIN_RSA_BITS} are required`);
+        throw ServiceError.of(
+          'CertNotValid',
+          `the certificate is not valid: its RSA key has ${f.rsaBits ?? 'an unreadable number of'} bits; at least ${MIN_RSA_BITS} are required`,
+        );
       }
     } else {
       const verdict = await this.deps.chains.validate(leaf!, rest, now);

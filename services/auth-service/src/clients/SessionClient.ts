@@ -29,7 +29,8 @@ export class HttpSessionClient implements SessionCreator {
     if (res.status === 503) throw ServiceError.of('CreateSessionError');
     if (res.status !== 201) throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
     const body = JSON.parse(res.body) as Partial<SessionPair>;
-    if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string') throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
+    if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string')
+      throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
     return { Sid: body.Sid, RefreshToken: body.RefreshToken };
   }
 }

@@ -100,7 +100,11 @@ function parseFree(value: string | undefined): boolean {
 }
 
 function baseFromRequest(req: Request): string {
-  const proto = String(req.headers['x-forwarded-proto'] ?? req.protocol).split(',')[0]!.trim();
-  const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost').split(',')[0]!.trim();
+  const proto = String(req.headers['x-forwarded-proto'] ?? req.protocol)
+    .split(',')[0]!
+    .trim();
+  const host = String(req.headers['x-forwarded-host'] ?? req.headers.host ?? 'localhost')
+    .split(',')[0]!
+    .trim();
   return `${proto}://${host}`;
 }

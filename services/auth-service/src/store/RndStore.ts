@@ -24,7 +24,16 @@ export class RndStore {
    * same bytes finds nothing); a mismatch counts a try and drops the rnd at the limit.
    */
   async approve(userId: string, candidate: Uint8Array, thumbprint: string, now: Date): Promise<ApproveOutcome> {
-    const reply = await redisCommand<string>(this.redis, ['EVAL', APPROVE, '1', key(userId), digest(candidate), thumbprint, String(now.getTime()), String(this.maxTries)]);
+    const reply = await redisCommand<string>(this.redis, [
+      'EVAL',
+      APPROVE,
+      '1',
+      key(userId),
+      digest(candidate),
+      thumbprint,
+      String(now.getTime()),
+      String(this.maxTries),
+    ]);
     return reply as ApproveOutcome;
   }
 }

@@ -114,7 +114,10 @@ export async function makeCert(name: string, issuer: MadeCert | 'self', opts: Ce
 }
 
 export function pemOf(der: Buffer): string {
-  return `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
+  return `-----BEGIN CERTIFICATE-----\n${der
+    .toString('base64')
+    .replace(/(.{64})/g, '$1\n')
+    .replace(/\n$/, '')}\n-----END CERTIFICATE-----\n`;
 }
 
 /** A root CA (self-signed, cA true, keyCertSign). */

@@ -19,8 +19,7 @@ export interface DownloadPlan {
 
 /** What HEAD tells a resuming client. */
 export type ContentStatus =
-  | { state: 'ready'; record: ReadyContent }
-  | { state: 'uploading'; record: ContentRecord; total: number | null; received: { a: number; b: number }[] };
+  { state: 'ready'; record: ReadyContent } | { state: 'uploading'; record: ContentRecord; total: number | null; received: { a: number; b: number }[] };
 
 /** Serves ready contents by byte range straight from S3, and the upload status of the others. */
 export class DownloadService {
@@ -50,9 +49,15 @@ export class DownloadService {
     // An empty content has no byte to start a range at: any Range is one that starts at or past the end.
     const resolved = resolveRange(range, total);
     if (!resolved.satisfiable) {
-      throw ServiceError.of('rangeNotSatisfiable', total === 0 ? 'the content is empty: no range of it can be served; GET it without Range' : `the content has ${total} bytes; the range starts past its end`, {
-        headers: { 'Content-Range': `bytes */${total}` },
-      });
+      throw ServiceError.of(
+        'rangeNotSatisfiable',
+        total === 0
+          ? 'the content is empty: no range of it can be served; GET it without Range'
+          : `the content has ${total} bytes; the range starts past its end`,
+        {
+          headers: { 'Content-Range': `bytes */${total}` },
+        },
+      );
     }
     return { record: ready, status: range.form === 'legacy' ? 200 : 206, range: { start: resolved.start, end: resolved.end }, withContentRange: true };
   }

@@ -22,7 +22,12 @@ export class CachedSessionValidator implements SessionValidator {
     private readonly clock: Clock = systemClock,
     registry: Registry = new Registry(),
   ) {
-    this.answered = new Counter({ name: 'content_sid_checks_total', help: 'auth.sid checks, by who answered: cache or session-service', labelNames: ['by'], registers: [registry] });
+    this.answered = new Counter({
+      name: 'content_sid_checks_total',
+      help: 'auth.sid checks, by who answered: cache or session-service',
+      labelNames: ['by'],
+      registers: [registry],
+    });
   }
 
   async validate(sid: string): Promise<Principal | null> {

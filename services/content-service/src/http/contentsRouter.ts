@@ -112,7 +112,10 @@ function readWriteHeaders(req: Request) {
   const contentType = req.headers['content-type'] ?? null;
   // Stored and sent to S3 verbatim: a value outside the grammar or ASCII failed S3's signature (500).
   if (contentType !== null && !isValidMediaType(contentType)) {
-    throw ServiceError.of('invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
+    throw ServiceError.of(
+      'invalidContentType',
+      `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`,
+    );
   }
   return { range, declaredLength, contentType };
 }

@@ -67,7 +67,10 @@ export class ContentRepository {
   }
 
   async findExpired(now: Date, limit: number): Promise<ContentRecord[]> {
-    return this.contents.find({ state: 'uploading', expiresAt: { $lt: now } }).limit(limit).toArray();
+    return this.contents
+      .find({ state: 'uploading', expiresAt: { $lt: now } })
+      .limit(limit)
+      .toArray();
   }
 
   async remove(id: string): Promise<void> {

@@ -87,15 +87,24 @@ export class ObjectStore {
   /** The backstop for uploads the sweeper never saw; not every S3 server supports it. */
   async setAbortIncompleteUploadsRule(days: number): Promise<boolean> {
     try {
-      await this.bounded((abortSignal) => this.s3.send(
-        new PutBucketLifecycleConfigurationCommand({
-          Bucket: this.bucket,
-          LifecycleConfiguration: {
-            Rules: [{ ID: 'abort-incomplete-multipart-uploads', Status: 'Enabled', Filter: { Prefix: '' }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: days } }],
-          },
-        }),
-        { abortSignal },
-      ));
+      await this.bounded((abortSignal) =>
+        this.s3.send(
+          new PutBucketLifecycleConfigurationCommand({
+            Bucket: this.bucket,
+            LifecycleConfiguration: {
+              Rules: [
+                {
+                  ID: 'abort-incomplete-multipart-uploads',
+                  Status: 'Enabled',
+                  Filter: { Prefix: '' },
+                  AbortIncompleteMultipartUpload: { DaysAfterInitiation: days },
+                },
+              ],
+            },
+          }),
+          { abortSignal },
+        ),
+      );
       return true;
     } catch (error) {
       // 4xx: refused; 501: the server has no lifecycle rules at all (versitygw)
@@ -111,7 +120,9 @@ export class ObjectStore {
 
   async putObject(key: string, body: Readable, contentLength: number, contentType: string): Promise<string> {
     const out = await this.streaming(body, (watched, abortSignal) =>
-      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: watched, ContentLength: contentLength, ContentType: contentType }), { abortSignal }),
+      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: watched, ContentLength: contentLength, ContentType: contentType }), {
+        abortSignal,
+      }),
     );
     return out.ETag ?? '';
   }
@@ -136,7 +147,9 @@ export class ObjectStore {
   }
 
   async createMultipartUpload(key: string, contentType: string): Promise<string> {
-    const out = await this.bounded((abortSignal) => this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }), { abortSignal }));
+    const out = await this.bounded((abortSignal) =>
+      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }), { abortSignal }),
+    );
     if (!out.UploadId) throw new Error('S3 returned no UploadId');
     return out.UploadId;
   }
@@ -146,9 +159,12 @@ export class ObjectStore {
     const out = await this.streaming(
       body,
       (watched, abortSignal) =>
-        this.s3.send(new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: watched, ContentLength: contentLength }), {
-          abortSignal,
-        }),
+        this.s3.send(
+          new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: watched, ContentLength: contentLength }),
+          {
+            abortSignal,
+          },
+        ),
       signal,
     );
     if (!out.ETag) throw new Error('S3 returned no ETag for the part');
@@ -204,7 +220,10 @@ export class ObjectStore {
     const parts = new Map<number, { etag: string; size: number }>();
     let marker: string | undefined;
     do {
-      const page = await this.bounded((abortSignal) => this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }), { abortSignal }), signal);
+      const page = await this.bounded(
+        (abortSignal) => this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }), { abortSignal }),
+        signal,
+      );
       for (const p of page.Parts ?? []) parts.set(p.PartNumber!, { etag: unquote(p.ETag ?? ''), size: p.Size ?? -1 });
       marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
     } while (marker);
@@ -213,7 +232,9 @@ export class ObjectStore {
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
     try {
-      await this.bounded((abortSignal) => this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal }));
+      await this.bounded((abortSignal) =>
+        this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal }),
+      );
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -232,7 +253,10 @@ export class ObjectStore {
 
   /** Streams bytes [start, end] (inclusive) of an object. */
   async getRange(key: string, start: number, end: number, signal?: AbortSignal): Promise<StoredObject> {
-    const out = await this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal }), signal);
+    const out = await this.bounded(
+      (abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal }),
+      signal,
+    );
     return { body: watchedDownload(out.Body as Readable, this.timeouts.stallMs), contentLength: out.ContentLength ?? end - start + 1 };
   }
 
@@ -248,9 +272,12 @@ export class ObjectStore {
         await this.delete(batch[0]!);
         continue;
       }
-      const out = await this.bounded((abortSignal) => this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }), { abortSignal }));
+      const out = await this.bounded((abortSignal) =>
+        this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }), { abortSignal }),
+      );
       const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
-      if (failed.length > 0) throw new Error(`S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`);
+      if (failed.length > 0)
+        throw new Error(`S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`);
     }
   }
 
@@ -259,7 +286,9 @@ export class ObjectStore {
     let deleted = 0;
     let token: string | undefined;
     do {
-      const page = await this.bounded((abortSignal) => this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal }));
+      const page = await this.bounded((abortSignal) =>
+        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal }),
+      );
       const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
       await this.deleteMany(keys);
       deleted += keys.length;

@@ -15,16 +15,19 @@ export function watchedUpload(body: Readable, stallMs: number, onStall: (error: 
   body.pipe(watched);
   let lastTaken = watched.bytesTaken;
   let lastProgressAt = Date.now();
-  const watchdog = setInterval(() => {
-    const taken = watched.bytesTaken;
-    const waitingForS3 = watched.readableEnded || watched.readableLength > 0;
-    if (taken !== lastTaken || !waitingForS3) {
-      lastTaken = taken;
-      lastProgressAt = Date.now();
-    } else if (Date.now() - lastProgressAt >= stallMs) {
-      onStall(new StorageTimeout(`S3 made no progress for ${stallMs} ms`));
-    }
-  }, Math.min(250, stallMs));
+  const watchdog = setInterval(
+    () => {
+      const taken = watched.bytesTaken;
+      const waitingForS3 = watched.readableEnded || watched.readableLength > 0;
+      if (taken !== lastTaken || !waitingForS3) {
+        lastTaken = taken;
+        lastProgressAt = Date.now();
+      } else if (Date.now() - lastProgressAt >= stallMs) {
+        onStall(new StorageTimeout(`S3 made no progress for ${stallMs} ms`));
+      }
+    },
+    Math.min(250, stallMs),
+  );
   const stop = () => {
     clearInterval(watchdog);
     if (!watched.readableEnded) {
@@ -46,16 +49,19 @@ export function watchedDownload(source: Readable, stallMs: number): Readable {
   source.pipe(watched);
   let last = -1;
   let lastProgressAt = Date.now();
-  const watchdog = setInterval(() => {
-    const received = watched.bytesReceived;
-    const readerWaiting = watched.readableLength < watched.readableHighWaterMark;
-    if (received !== last || !readerWaiting) {
-      last = received;
-      lastProgressAt = Date.now();
-    } else if (Date.now() - lastProgressAt >= stallMs) {
-      watched.destroy(new StorageTimeout(`S3 sent nothing for ${stallMs} ms`));
-    }
-  }, Math.min(250, stallMs));
+  const watchdog = setInterval(
+    () => {
+      const received = watched.bytesReceived;
+      const readerWaiting = watched.readableLength < watched.readableHighWaterMark;
+      if (received !== last || !readerWaiting) {
+        last = received;
+        lastProgressAt = Date.now();
+      } else if (Date.now() - lastProgressAt >= stallMs) {
+        watched.destroy(new StorageTimeout(`S3 sent nothing for ${stallMs} ms`));
+      }
+    },
+    Math.min(250, stallMs),
+  );
   const stop = () => {
     clearInterval(watchdog);
     if (!source.destroyed && !source.readableEnded) source.destroy();

@@ -2,8 +2,29 @@ import type { Collection, Db, WithoutId } from 'mongodb';
 import { randomBytes } from 'node:crypto';
 import { partKey } from '../uploads/PartGrid';
 import { isDuplicateKey } from './Claims';
-import { isStub, RECENT_MAX_AGE_MS, RECENT_PARTS, RECENT_VERSIONS, remember, toState, versionId, type Head, type StateVersion, type StoredVersion, type StubVersion } from './LedgerVersions';
-import { decodePiece, emptyFields, emptyUploadState, encodePiece, type PartRanges, type PendingCleanup, type StoredPartRanges, type UploadState } from './UploadState';
+import {
+  isStub,
+  RECENT_MAX_AGE_MS,
+  RECENT_PARTS,
+  RECENT_VERSIONS,
+  remember,
+  toState,
+  versionId,
+  type Head,
+  type StateVersion,
+  type StoredVersion,
+  type StubVersion,
+} from './LedgerVersions';
+import {
+  decodePiece,
+  emptyFields,
+  emptyUploadState,
+  encodePiece,
+  type PartRanges,
+  type PendingCleanup,
+  type StoredPartRanges,
+  type UploadState,
+} from './UploadState';
 
 export { stagedKey, stagingPrefix } from '../uploads/ObjectKeys';
 export { decodePiece, emptyUploadState, encodePiece, type PartRanges, type PendingCleanup, type Piece, type UploadState } from './UploadState';
@@ -81,7 +102,11 @@ export class UploadLedger {
     const replaced: string[] = [];
     const written: StoredPartRanges[] = [];
     for (const part of parts) {
-      const doc: StoredPartRanges = { ...part, _id: `${UploadLedger.partId(contentId, part.k)}:${n}.${nonce}`, pieces: part.pieces.map((p) => encodePiece(contentId, p)) };
+      const doc: StoredPartRanges = {
+        ...part,
+        _id: `${UploadLedger.partId(contentId, part.k)}:${n}.${nonce}`,
+        pieces: part.pieces.map((p) => encodePiece(contentId, p)),
+      };
       await this.partRanges.insertOne(doc);
       written.push(doc);
       const old = partDocs[partKey(part.k)];
@@ -171,7 +196,10 @@ export class UploadLedger {
    * work (its claims and the content lock ran out long ago). Read with a filter once per sweep.
    */
   async dropGoneMarks(before: Date, limit: number): Promise<number> {
-    const marks = await this.versions.find({ gone: true, at: { $lt: before } }).limit(limit).toArray();
+    const marks = await this.versions
+      .find({ gone: true, at: { $lt: before } })
+      .limit(limit)
+      .toArray();
     for (const mark of marks) {
       this.recent.delete(mark.contentId);
       await this.versions.deleteMany({ contentId: mark.contentId, _id: { $ne: mark._id } });

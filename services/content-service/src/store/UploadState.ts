@@ -59,7 +59,6 @@ export interface StoredPartRanges extends Omit<PartRanges, 'pieces'> {
   pieces: (string | Piece)[];
 }
 
-
 export function encodePiece(contentId: string, piece: Piece): string {
   const range = `${piece.a}-${piece.b}`;
   if (piece.kind === 'part') return range;

@@ -17,5 +17,7 @@ export function isS3Unavailable(error: unknown): boolean {
   if (error instanceof Error && error.name === 'TimeoutError') return true;
   if (error instanceof StorageTimeout) return true;
   const code = (error as { code?: string } | null)?.code;
-  return typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code);
+  return (
+    typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)
+  );
 }

@@ -41,7 +41,10 @@ export class UploadSweeper {
     const token = await this.leases.acquire(LEASE, now, this.options.leaseMs);
     if (token === null) return 0;
     // Renewed while it sweeps: a sweeper that dies hands over within one lease.
-    const renewal = setInterval(() => void this.leases.renew(LEASE, token, this.clock()).catch(() => undefined), Math.max(50, Math.floor(this.options.leaseMs / 3)));
+    const renewal = setInterval(
+      () => void this.leases.renew(LEASE, token, this.clock()).catch(() => undefined),
+      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+    );
     renewal.unref();
     let removed = 0;
     try {
@@ -61,7 +64,9 @@ export class UploadSweeper {
           this.logger.warn({ contentId: pending._id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
         }
       }
-      await this.uploads.dropGoneMarks(this.options.batchSize).catch((error: unknown) => this.logger.warn({ err: error }, 'could not drop old marks of forgotten bookkeeping; next sweep retries'));
+      await this.uploads
+        .dropGoneMarks(this.options.batchSize)
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'could not drop old marks of forgotten bookkeeping; next sweep retries'));
     } finally {
       clearInterval(renewal);
       await this.leases.release(LEASE, token);

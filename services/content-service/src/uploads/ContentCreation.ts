@@ -70,7 +70,9 @@ export class ContentCreation {
     try {
       return await this.ranges.write(record, range, request.body, true);
     } catch (error) {
-      await this.cleanup.discard(record).catch((cleanupError: unknown) => logger.warn({ contentId: id, err: cleanupError }, 'could not discard a failed new content'));
+      await this.cleanup
+        .discard(record)
+        .catch((cleanupError: unknown) => logger.warn({ contentId: id, err: cleanupError }, 'could not discard a failed new content'));
       throw error;
     }
   }

@@ -84,7 +84,13 @@ export class RangeWriter {
   }
 
   /** The bytes into S3: straight into part k (claimed; `signal` aborts when the claim is lost), or staged as a piece of their own. */
-  private async store(record: ContentRecord, wanted: ByteRange, k: number | null, body: Readable, signal: AbortSignal | undefined): Promise<{ piece: Piece; etag: string | null }> {
+  private async store(
+    record: ContentRecord,
+    wanted: ByteRange,
+    k: number | null,
+    body: Readable,
+    signal: AbortSignal | undefined,
+  ): Promise<{ piece: Piece; etag: string | null }> {
     const { objects, metrics } = this.ctx;
     const length = wanted.b - wanted.a + 1;
     if (k !== null) {
@@ -100,7 +106,14 @@ export class RangeWriter {
   }
 
   /** Under the content's lock: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */
-  private record(record: ContentRecord, range: ContentRange, stored: { piece: Piece; etag: string | null }, k: number | null, writer: string, isNew: boolean): Promise<Work> {
+  private record(
+    record: ContentRecord,
+    range: ContentRange,
+    stored: { piece: Piece; etag: string | null },
+    k: number | null,
+    writer: string,
+    isNew: boolean,
+  ): Promise<Work> {
     const { commits, clock, leases } = this.ctx;
     const { piece, etag } = stored;
     const wanted: ByteRange = { a: piece.a, b: piece.b };
@@ -131,7 +144,10 @@ export class RangeWriter {
         // A retry of a piece already assembled into (one of) its parts: fine when the bytes are
         // the same ones; other bytes cannot replace them there (nor only in a neighbour part).
         if (earlier.sha256 !== piece.sha256) {
-          throw ServiceError.of('rangeAlreadyStored', `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`);
+          throw ServiceError.of(
+            'rangeAlreadyStored',
+            `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`,
+          );
         }
         // The retry may come after a completion that failed: it gets to claim the work again.
         return { ...(await claimWork(view, total, touched, now, leases, writer)), duplicate: true };
@@ -171,7 +187,9 @@ export class RangeWriter {
         const part = await view.part(k);
         if (part.writing?.by === writer) part.writing = null;
       })
-      .catch((error: unknown) => this.ctx.logger.warn({ contentId: id, part: k, err: error }, 'could not release the claim of a failed part write; it runs out'));
+      .catch((error: unknown) =>
+        this.ctx.logger.warn({ contentId: id, part: k, err: error }, 'could not release the claim of a failed part write; it runs out'),
+      );
   }
 
   /** Moves the expiry of an upload that is written to (see extendedExpiry); returns the expiry in force. */

@@ -39,7 +39,8 @@ export class ReadyContentRewrites {
       if (!now) throw expired(record._id);
       if (now.state !== 'ready') throw completing();
       // An aligned part went into the S3 upload that the completion closed: nothing to compare it with.
-      if (!piece.key) throw ServiceError.of('contentAlreadyComplete', 'the content was completed while these bytes were sent; send them again to have them compared');
+      if (!piece.key)
+        throw ServiceError.of('contentAlreadyComplete', 'the content was completed while these bytes were sent; send them again to have them compared');
       const stored = await objects.getRange(now.s3Key, range.start, range.end);
       const sent = await objects.getRange(piece.key, 0, range.end - range.start);
       if (!(await streamsEqual(sent.body, stored.body))) throw differs();

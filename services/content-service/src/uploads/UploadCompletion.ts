@@ -167,7 +167,9 @@ export class UploadCompletion {
       throw error;
     }
     await heartbeat.stop();
-    await this.cleanup.afterCompletion(record._id, total).catch((error: unknown) => logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
+    await this.cleanup
+      .afterCompletion(record._id, total)
+      .catch((error: unknown) => logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
     return true;
   }
 

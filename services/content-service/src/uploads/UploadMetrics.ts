@@ -12,7 +12,12 @@ export class UploadMetrics {
 
   constructor(registry: Registry = new Registry()) {
     const registers = [registry];
-    this.partsStored = new Counter({ name: 'content_parts_stored_total', help: 'S3 parts written, by how: direct or assembled from staged pieces', labelNames: ['via'], registers });
+    this.partsStored = new Counter({
+      name: 'content_parts_stored_total',
+      help: 'S3 parts written, by how: direct or assembled from staged pieces',
+      labelNames: ['via'],
+      registers,
+    });
     this.piecesStaged = new Counter({ name: 'content_pieces_staged_total', help: 'Unaligned ranges stored as staged objects', registers });
     this.stagedBytes = new Counter({ name: 'content_staged_bytes_total', help: 'Bytes written to staged objects', registers });
     this.assemblySeconds = new Histogram({

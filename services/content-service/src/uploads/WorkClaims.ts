@@ -31,7 +31,8 @@ export async function claimWork(view: LedgerView, total: number | null, candidat
   for (const k of candidates) {
     const part = await view.part(k);
     // The state's part list says what is stored (a part's own flag may lag after a half-written commit).
-    if (view.state.parts[partKey(k)] || (part.assembling && !isStale(part.assembling, leases.assemblyLeaseMs, now)) || isBeingWritten(part, leases, now)) continue;
+    if (view.state.parts[partKey(k)] || (part.assembling && !isStale(part.assembling, leases.assemblyLeaseMs, now)) || isBeingWritten(part, leases, now))
+      continue;
     const { start, end } = PartGrid.partRange(k, total);
     if (total !== null && start >= total) continue;
     if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;

@@ -18,7 +18,10 @@ export function docsRoutes(description: ApiDescription = ApiDescription.fromFile
   router.get(['/docs', '/docs/'], (_req, res) => {
     res
       .type('text/html; charset=utf-8')
-      .set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+      .set(
+        'Content-Security-Policy',
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      )
       .set('X-Content-Type-Options', 'nosniff')
       .set('Cache-Control', 'public, max-age=300')
       .send(html);

@@ -18,7 +18,12 @@ function prose(text: unknown): string {
   return String(text)
     .trim()
     .split(/\n\s*\n/)
-    .map((p) => `<p>${escapeHtml(p.replace(/\s*\n\s*/g, ' ')).replace(/`([^`]+)`/g, '<code>$1</code>').replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')}</p>`)
+    .map(
+      (p) =>
+        `<p>${escapeHtml(p.replace(/\s*\n\s*/g, ' '))
+          .replace(/`([^`]+)`/g, '<code>$1</code>')
+          .replace(/\*\*([^*]+)\*\*/g, '<strong>$1</strong>')}</p>`,
+    )
     .join('');
 }
 
@@ -58,7 +63,8 @@ function schemaSummary(doc: Doc, schema: Doc): string {
   if (s.minimum !== undefined || s.maximum !== undefined) parts.push(`in [${escapeHtml(s.minimum ?? '…')}, ${escapeHtml(s.maximum ?? '…')}]`);
   if (s.default !== undefined) parts.push(`default <code>${escapeHtml(s.default)}</code>`);
   const examples = s.examples ?? (s.example !== undefined ? [s.example] : []);
-  if (examples.length) parts.push(`e.g. ${examples.map((e: unknown) => `<code>${escapeHtml(typeof e === 'string' ? e : JSON.stringify(e))}</code>`).join(', ')}`);
+  if (examples.length)
+    parts.push(`e.g. ${examples.map((e: unknown) => `<code>${escapeHtml(typeof e === 'string' ? e : JSON.stringify(e))}</code>`).join(', ')}`);
   return parts.join(' ');
 }
 
@@ -125,7 +131,10 @@ function renderSchemas(doc: Doc): string {
     .map(([name, s]: [string, Doc]) => {
       const required = new Set(s.required ?? []);
       const props = Object.entries(s.properties ?? {})
-        .map(([p, ps]: [string, Doc]) => `<tr><td><code>${escapeHtml(p)}</code></td><td>${required.has(p) ? 'required' : 'optional'}</td><td>${schemaSummary(doc, ps)}</td><td>${inline(resolve(doc, ps).description)}</td></tr>`)
+        .map(
+          ([p, ps]: [string, Doc]) =>
+            `<tr><td><code>${escapeHtml(p)}</code></td><td>${required.has(p) ? 'required' : 'optional'}</td><td>${schemaSummary(doc, ps)}</td><td>${inline(resolve(doc, ps).description)}</td></tr>`,
+        )
         .join('');
       return `<section class="schema" id="schema-${escapeHtml(name)}"><h3>${escapeHtml(name)}</h3>${prose(s.description)}${props ? `<table><thead><tr><th>Field</th><th></th><th>Value</th><th>Meaning</th></tr></thead><tbody>${props}</tbody></table>` : `<p>${schemaSummary(doc, s)}</p>`}</section>`;
     })
@@ -135,7 +144,10 @@ function renderSchemas(doc: Doc): string {
 function renderSecurity(doc: Doc): string {
   return Object.entries(doc.components?.securitySchemes ?? {})
     .map(([name, s]: [string, Doc]) => {
-      const how = s.type === 'http' ? `HTTP ${escapeHtml(s.scheme)}${s.bearerFormat ? ` (${escapeHtml(s.bearerFormat)})` : ''}` : `${escapeHtml(s.in)} <code>${escapeHtml(s.name)}</code>`;
+      const how =
+        s.type === 'http'
+          ? `HTTP ${escapeHtml(s.scheme)}${s.bearerFormat ? ` (${escapeHtml(s.bearerFormat)})` : ''}`
+          : `${escapeHtml(s.in)} <code>${escapeHtml(s.name)}</code>`;
       return `<li id="security-${escapeHtml(name)}"><strong>${escapeHtml(name)}</strong>: ${how}. ${inline(s.description)}</li>`;
     })
     .join('');
@@ -177,7 +189,9 @@ export function renderReference(doc: Doc): string {
   const tagDescriptions = new Map<string, string>((doc.tags ?? []).map((t: Doc) => [t.name, t.description]));
   const order = [...(doc.tags ?? []).map((t: Doc) => t.name), ...[...byTag.keys()].filter((t) => !tagDescriptions.has(t))].filter((t) => byTag.has(t));
   const nav = order.map((t) => `<li><strong><a href="#tag-${escapeHtml(t)}">${escapeHtml(t)}</a></strong><ul>${navByTag.get(t)!.join('')}</ul></li>`).join('');
-  const sections = order.map((t) => `<section id="tag-${escapeHtml(t)}"><h2>${escapeHtml(t)}</h2>${prose(tagDescriptions.get(t))}${byTag.get(t)!.join('\n')}</section>`).join('\n');
+  const sections = order
+    .map((t) => `<section id="tag-${escapeHtml(t)}"><h2>${escapeHtml(t)}</h2>${prose(tagDescriptions.get(t))}${byTag.get(t)!.join('\n')}</section>`)
+    .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">
 <title>${escapeHtml(doc.info?.title)} — API reference</title><style>${STYLE}</style></head>

@@ -45,15 +45,20 @@ export function refusalOf(req: Request): EdgeRefusal | null {
   const target = req.url;
   const query = target.indexOf('?');
   const path = query < 0 ? target : target.slice(0, query);
-  if (!path.startsWith('/') || !isCleanPath(path)) return new EdgeRefusal('invalidPath', 'the path must be an absolute path without "//", "\\", dot segments or encoded slashes');
+  if (!path.startsWith('/') || !isCleanPath(path))
+    return new EdgeRefusal('invalidPath', 'the path must be an absolute path without "//", "\\", dot segments or encoded slashes');
   if (NON_ASCII_OR_CONTROL.test(target)) return new EdgeRefusal('invalidPath', 'the request target holds bytes outside visible ASCII');
 
   const expect = req.headers.expect;
-  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue') return new EdgeRefusal('expectationFailed', 'only "Expect: 100-continue" is supported');
+  if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue')
+    return new EdgeRefusal('expectationFailed', 'only "Expect: 100-continue" is supported');
 
   const contentType = req.headers['content-type'];
   if (contentType !== undefined && !isValidMediaType(contentType)) {
-    return new EdgeRefusal('invalidContentType', `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`);
+    return new EdgeRefusal(
+      'invalidContentType',
+      `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`,
+    );
   }
 
   const credentials = credentialRefusal(req);
@@ -115,7 +120,8 @@ function contentRefusal(req: Request): EdgeRefusal | null {
   const lengthHeader = req.headers['content-length'];
   const length = lengthHeader === undefined ? null : Number(lengthHeader);
   if (length === null && req.headers['transfer-encoding'] === undefined) return new EdgeRefusal('lengthRequired', 'send Content-Length (or a chunked body)');
-  if (length !== null && length > PART_SIZE) return new EdgeRefusal('partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
+  if (length !== null && length > PART_SIZE)
+    return new EdgeRefusal('partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
   const header = req.headers['content-range'];
   if (header === undefined) return null;
   const m = CONTENT_RANGE.exec(header.trim());
@@ -126,8 +132,10 @@ function contentRefusal(req: Request): EdgeRefusal | null {
   if (start > end) return new EdgeRefusal('invalidRange', `Content-Range start ${start} is after its end ${end}`);
   if (total !== null && end >= total) return new EdgeRefusal('invalidRange', `Content-Range end ${end} is not below the total ${total}`);
   if (end - start + 1 > PART_SIZE) return new EdgeRefusal('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`);
-  if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE) return new EdgeRefusal('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
-  if (length !== null && length !== end - start + 1) return new EdgeRefusal('bodyLengthMismatch', `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`);
+  if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE)
+    return new EdgeRefusal('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+  if (length !== null && length !== end - start + 1)
+    return new EdgeRefusal('bodyLengthMismatch', `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`);
   return null;
 }
 

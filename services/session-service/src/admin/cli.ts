@@ -27,7 +27,11 @@ const notRefreshing: RegistrationChecker = {
 };
 
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { user: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { user: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${USAGE}\n`);
     return;

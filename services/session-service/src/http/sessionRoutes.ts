@@ -35,7 +35,13 @@ export function internalRoutes(sessions: SessionService): Router {
     if (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint))) {
       throw ServiceError.of('MissingParameters', 'thumbprint must be the SHA-1 of the certificate, hex');
     }
-    res.status(201).json(await sessions.create(userId, owners.map((o: string) => o.toLowerCase()), thumbprint));
+    res.status(201).json(
+      await sessions.create(
+        userId,
+        owners.map((o: string) => o.toLowerCase()),
+        thumbprint,
+      ),
+    );
   });
   router.post('/sessions/validate', async (req, res) => {
     const { sid } = (req.body ?? {}) as { sid?: unknown };

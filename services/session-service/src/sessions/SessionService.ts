@@ -59,7 +59,14 @@ export class SessionService {
   /** A new sign-in; `thumbprint` is the certificate's, checked again on every refresh. */
   async create(userId: string, owners: string[], thumbprint?: string): Promise<IssuedPair> {
     const now = this.clock();
-    const family: FamilyDoc = { _id: randomUUID(), userId, owners, ...(thumbprint ? { thumbprint: thumbprint.toUpperCase() } : {}), createdAt: now, revokedAt: null };
+    const family: FamilyDoc = {
+      _id: randomUUID(),
+      userId,
+      owners,
+      ...(thumbprint ? { thumbprint: thumbprint.toUpperCase() } : {}),
+      createdAt: now,
+      revokedAt: null,
+    };
     await this.repo.insertFamily(family);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
     await this.repo.insertPair({ ...this.pairFor(issued, userId, owners, now, this.endOf(family)), familyId: family._id });
@@ -130,9 +137,7 @@ export class SessionService {
     const registration = await this.registrations.check(family.userId, family.thumbprint);
     if (!registration.registered) {
       await this.revokeFamily(family._id, now);
-      throw registration.reason === 'UserRemoved'
-        ? ServiceError.of('UserRemoved')
-        : ServiceError.of('CertificateRemoved');
+      throw registration.reason === 'UserRemoved' ? ServiceError.of('UserRemoved') : ServiceError.of('CertificateRemoved');
     }
 
     await this.cache.bypass(pair._id).catch(redisDown);
@@ -143,7 +148,13 @@ export class SessionService {
       sidHash: pair._id,
       at: now,
       expiresAt: pair.refreshExpiresAt,
-      next: this.pairFor(issued, family.userId, registration.owners.map((o) => o.toLowerCase()), now, endsAt),
+      next: this.pairFor(
+        issued,
+        family.userId,
+        registration.owners.map((o) => o.toLowerCase()),
+        now,
+        endsAt,
+      ),
       sealed: sealPair(refreshToken, refreshHash, issued),
       graceUntil: new Date(now.getTime() + this.graceMs),
     };
@@ -159,7 +170,8 @@ export class SessionService {
    */
   private async replay(rotation: RotationDoc, refreshToken: string, sidHash: string | null): Promise<IssuedPair> {
     const now = this.clock();
-    const inGrace = rotation.sealed !== undefined && rotation.next !== undefined && rotation.graceUntil !== undefined && rotation.graceUntil.getTime() > now.getTime();
+    const inGrace =
+      rotation.sealed !== undefined && rotation.next !== undefined && rotation.graceUntil !== undefined && rotation.graceUntil.getTime() > now.getTime();
     const issued = inGrace && sidHash && sameHash(sidHash, rotation.sidHash) ? openPair(refreshToken, rotation._id, rotation.sealed!) : null;
     // The successor already rotated: whoever retries the old token now is not the one who got it.
     if (!issued || (await this.repo.findRotation(rotation.next!.refreshHash))) {
@@ -177,8 +189,12 @@ export class SessionService {
    */
   private async finish(rotation: RotationDoc, issued: IssuedPair): Promise<IssuedPair> {
     await this.repo.ensurePair({ ...rotation.next!, familyId: rotation.familyId });
-    await this.cache.tombstone(rotation.sidHash).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'));
-    await this.repo.deletePair({ _id: rotation.sidHash, refreshHash: rotation._id }).catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
+    await this.cache
+      .tombstone(rotation.sidHash)
+      .catch((error: unknown) => this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'));
+    await this.repo
+      .deletePair({ _id: rotation.sidHash, refreshHash: rotation._id })
+      .catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
     // A reuse elsewhere may have revoked the family while this rotation ran.
     const after = await this.repo.findFamily(rotation.familyId);
     if (!after || after.revokedAt) {
@@ -194,7 +210,8 @@ export class SessionService {
     for (;;) {
       const rotation = await this.repo.findRotation(refreshHash);
       if (rotation) return rotation;
-      if (performance.now() >= deadline) throw ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 });
+      if (performance.now() >= deadline)
+        throw ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 });
       await new Promise((r) => setTimeout(r, 50));
     }
   }
