@@ -41,11 +41,17 @@ export function watchedUpload(body: Readable, stallMs: number, onStall: (error: 
 /**
  * An object's body that fails with StorageTimeout once S3 sends nothing for `stallMs` while
  * the reader would take more. A reader that is slow (a slow client) fills the buffer here and
- * pauses S3, which is not S3's fault and never trips it.
+ * pauses S3, which is not S3's fault and never trips it; once S3 has sent the whole body, nothing
+ * is left to blame it for. An error nobody listens to (a reader that stopped without destroying
+ * the body) ends the body quietly instead of taking the process down.
  */
 export function watchedDownload(source: Readable, stallMs: number): Readable {
   const watched = new ProgressStream();
-  source.on('error', (error) => watched.destroy(error));
+  // Readers add their own 'error' listeners; this one only keeps an error that no reader is there
+  // to take (a body read no further, not destroyed) from being thrown out of the process.
+  watched.on('error', () => undefined);
+  const fail = (error: Error) => watched.destroy(error);
+  source.on('error', fail);
   source.pipe(watched);
   let last = -1;
   let lastProgressAt = Date.now();
@@ -57,17 +63,17 @@ export function watchedDownload(source: Readable, stallMs: number): Readable {
         last = received;
         lastProgressAt = Date.now();
       } else if (Date.now() - lastProgressAt >= stallMs) {
-        watched.destroy(new StorageTimeout(`S3 sent nothing for ${stallMs} ms`));
+        clearInterval(watchdog);
+        fail(new StorageTimeout(`S3 sent nothing for ${stallMs} ms`));
       }
     },
     Math.min(250, stallMs),
   );
-  const stop = () => {
+  source.once('end', () => clearInterval(watchdog));
+  watched.once('close', () => {
     clearInterval(watchdog);
     if (!source.destroyed && !source.readableEnded) source.destroy();
-  };
-  watched.once('end', () => clearInterval(watchdog));
-  watched.once('close', stop);
+  });
   return watched;
 }
 
