@@ -80,7 +80,18 @@ function resetPeakRss(pid) {
   fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
-module.exports = { MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
+/** `--name value` and `--flag` arguments of a benchmark: { name: [value], flag: [] }. */
+function benchArgs(argv = process.argv.slice(2)) {
+  return Object.fromEntries(
+    argv
+      .join(' ')
+      .split('--')
+      .filter(Boolean)
+      .map((a) => a.trim().split(/\s+/)),
+  );
+}
+
+module.exports = { benchArgs, MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
 
 const http = require('node:http');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });

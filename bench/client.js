@@ -8,17 +8,10 @@ const { tmpdir } = require('node:os');
 const path = require('node:path');
 const { CreateBucketCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, s3Client, mbps, startStack, ROOT } = require('./_support');
+const { MiB, ensureBackingServers, s3Client, mbps, startStack, ROOT, benchArgs } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((a) => a.trim().split(/\s+/)),
-);
+const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
 
 /** Runs a command, sampling its peak RSS (VmHWM) until it exits. */

@@ -10,17 +10,10 @@ const {
   GetObjectCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, request } = require('./_support');
+const { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, request, benchArgs } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((a) => a.trim().split(/\s+/)),
-);
+const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
 const IN_FLIGHT = Number(args['in-flight'] ?? 4);
 const P = 64 * MiB;

@@ -21,18 +21,11 @@ const {
   DeleteBucketCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client } = require('./_support');
+const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client, benchArgs } = require('./_support');
 const { freePort } = require('../scripts/stack');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((a) => a.trim().split(/\s+/)),
-);
+const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
 const ROUNDS = Number(args.rounds ?? 3);
 const P = 64 * MiB;

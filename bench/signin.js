@@ -9,17 +9,10 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { DevKeys } = require('@cp/credentials');
-const { ensureBackingServers, inFlight, startStack, request, ROOT } = require('./_support');
+const { ensureBackingServers, inFlight, startStack, request, ROOT, benchArgs } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((a) => a.trim().split(/\s+/)),
-);
+const args = benchArgs();
 const SECONDS = Number(args.seconds ?? 10);
 const IN_FLIGHT = Number(args['in-flight'] ?? 8);
 const REQUESTS = Number(args.requests ?? 4000);
