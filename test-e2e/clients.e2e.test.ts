@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { testStack, tokenFor } from './support/stack';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { testS3Client, testStack, tokenFor } from './support/stack';
 import { contentsUrl, newOwner, P, sha256 } from './support/http';
 import { parseStrictContentRange, send } from './support/clients';
 
@@ -180,12 +180,7 @@ describe('request sequences of the official clients, through the gateway', () =>
 
     it('deletes staged pieces once their parts are assembled, and keeps a piece the next part still needs', async () => {
       const stack = testStack();
-      const s3 = new S3Client({
-        endpoint: stack.backing.S3_ENDPOINT,
-        region: 'us-east-1',
-        forcePathStyle: true,
-        credentials: { accessKeyId: stack.backing.S3_ACCESS_KEY_ID, secretAccessKey: stack.backing.S3_SECRET_ACCESS_KEY },
-      });
+      const s3 = testS3Client();
       const staged = async (id: string) =>
         ((await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? []).map(
           (o) => o.Key!.split('/')[2]!.split('.')[0],

@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { call, P, rangeOf, sha256 } from './support/http';
 import { contentReplicaEnv, freePort, startService, type ServiceHandle } from './support/replicas';
-import { testStack, tokenFor } from './support/stack';
+import { testS3Client, testStack, tokenFor } from './support/stack';
 
 const MiB = 1024 * 1024;
 /** The bounds this test holds the service to. */
@@ -25,13 +25,7 @@ describe('a content-service killed in the middle of an upload', () => {
 
   beforeAll(async () => {
     token = await tokenFor([owner]);
-    const { backing } = testStack();
-    s3 = new S3Client({
-      endpoint: backing.S3_ENDPOINT,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: backing.S3_ACCESS_KEY_ID, secretAccessKey: backing.S3_SECRET_ACCESS_KEY },
-    });
+    s3 = testS3Client();
   });
 
   afterAll(async () => {

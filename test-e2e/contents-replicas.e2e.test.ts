@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { call, P, rangeOf, sha256, type Answer } from './support/http';
 import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
-import { testStack, tokenFor } from './support/stack';
+import { testS3Client, testStack, tokenFor } from './support/stack';
 
 const MiB = 1024 * 1024;
 
@@ -20,13 +20,7 @@ describe('two content-service replicas', () => {
     replicas.push(await startService('content-service', { env: contentReplicaEnv(), logDir }));
     replicas.push(await startService('content-service', { env: contentReplicaEnv(), logDir }));
     token = await tokenFor([owner]);
-    const { backing } = testStack();
-    s3 = new S3Client({
-      endpoint: backing.S3_ENDPOINT,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: backing.S3_ACCESS_KEY_ID, secretAccessKey: backing.S3_SECRET_ACCESS_KEY },
-    });
+    s3 = testS3Client();
   });
 
   afterAll(async () => {

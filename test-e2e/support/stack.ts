@@ -1,3 +1,4 @@
+import { S3Client } from '@aws-sdk/client-s3';
 import { DevKeys } from '@cp/credentials';
 
 export interface TestStack {
@@ -29,4 +30,15 @@ export function testStack(): TestStack {
 /** A Bearer token for `owners` signed by the dev key the test stack trusts. */
 export async function tokenFor(owners: string[], opts: { ttlSeconds?: number; audience?: string; issuer?: string; notBefore?: number } = {}): Promise<string> {
   return new DevKeys(testStack().keysDir).mint({ owners, ...opts });
+}
+
+/** A client of the test stack's S3 server (to look at what the services left in the bucket). */
+export function testS3Client(): S3Client {
+  const { backing } = testStack();
+  return new S3Client({
+    endpoint: backing.S3_ENDPOINT,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: backing.S3_ACCESS_KEY_ID, secretAccessKey: backing.S3_SECRET_ACCESS_KEY },
+  });
 }
