@@ -7,6 +7,7 @@ import type { DownloadService } from './downloads/DownloadService';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
 import { errorHandler } from './http/errorHandler';
+import { startTimings } from './uploads/StageTimings';
 import type { UploadService } from './uploads/UploadService';
 
 export interface ContentAppDeps {
@@ -23,7 +24,7 @@ export interface ContentAppDeps {
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: ContentAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
-  app.use('/v1', authenticate(deps.bearer, deps.sessions), contentsRouter(deps.uploads, deps.downloads));
+  app.use('/v1', startTimings, authenticate(deps.bearer, deps.sessions), contentsRouter(deps.uploads, deps.downloads));
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));
   });

@@ -116,6 +116,9 @@ startService({
     });
     const onShutdown = async () => {
       await sweeper.stop();
+      // Assemblies still running after their requests: given a few seconds to record their part
+      // (otherwise their claims run out and a later request assembles the part again).
+      await uploads.background.drain(5_000);
       await mongo.client.close();
       if (redis) await closeRedis(redis);
       s3.destroy();

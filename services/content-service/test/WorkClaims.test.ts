@@ -1,5 +1,5 @@
 import { PART_SIZE } from '../src/uploads/PartGrid';
-import { claimCompletion, claimWork } from '../src/uploads/WorkClaims';
+import { allReceived, claimCompletion, claimWork } from '../src/uploads/WorkClaims';
 import { InMemoryLedger, direct, staged } from './support/InMemoryLedger';
 
 const P = PART_SIZE;
@@ -13,8 +13,9 @@ describe('claiming the assembly of parts', () => {
     const ledger = new InMemoryLedger();
     ledger.part('c', 1).pieces = [staged(0, P / 2 - 1), staged(P / 2, P - 1)];
     const work = await claimWork(ledger.view('c'), total, [1], now, leases);
-    expect(work).toEqual({ assemblies: [{ k: 1, pieces: ledger.part('c', 1).pieces }], complete: false, total });
+    expect(work).toEqual({ assemblies: [{ k: 1, pieces: ledger.part('c', 1).pieces }], complete: false, total, allReceived: false });
     expect(ledger.part('c', 1).assembling).toEqual(now);
+    expect(ledger.state('c').covered).toEqual({ p1: true });
   });
 
   it('claims a final part covered once the total is known, and nothing while it is not', async () => {
@@ -94,6 +95,29 @@ describe('claiming the completion', () => {
   it('is claimed by claimWork when the candidates need no assembly', async () => {
     const ledger = new InMemoryLedger();
     Object.assign(ledger.state('c').parts, { p1: { etag: 'e1', size: P }, p2: { etag: 'e2', size: P }, p3: { etag: 'e3', size: 10 } });
-    expect(await claimWork(ledger.view('c'), total, [3], now, leases)).toEqual({ assemblies: [], complete: true, total });
+    expect(await claimWork(ledger.view('c'), total, [3], now, leases)).toEqual({ assemblies: [], complete: true, total, allReceived: true });
+  });
+});
+
+describe('knowing that every byte is received', () => {
+  it('counts a part as received once it is stored or its staged pieces cover it, and only then', () => {
+    const state = { ...new InMemoryLedger().state('c') };
+    expect(allReceived(state, total)).toBe(false);
+    state.parts = { p1: { etag: 'e1', size: P }, p3: { etag: 'e3', size: 10 } };
+    expect(allReceived(state, total)).toBe(false); // part 2 neither stored nor covered
+    state.covered = { p2: true };
+    expect(allReceived(state, total)).toBe(true);
+    expect(allReceived(state, null)).toBe(false); // no total: never
+  });
+
+  it('tells the request that covered the last part while another part is still being assembled', async () => {
+    const ledger = new InMemoryLedger();
+    Object.assign(ledger.state('c').parts, { p1: { etag: 'e1', size: P } });
+    ledger.state('c').covered = { p2: true }; // assembled after its request answered, not yet stored
+    ledger.part('c', 2).assembling = now;
+    ledger.part('c', 3).pieces = [staged(2 * P, 2 * P + 9)];
+    const work = await claimWork(ledger.view('c'), total, [3], now, leases);
+    expect(work).toMatchObject({ complete: false, allReceived: true });
+    expect(work.assemblies.map((a) => a.k)).toEqual([3]);
   });
 });

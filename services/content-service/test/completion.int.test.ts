@@ -104,13 +104,14 @@ describe('completion', () => {
     const stale = (await stores.contents.find(owner, created.id))!; // as a slow request read it, before...
     expect((await put(created.id, 2 * MiB, last, total)).completedNow).toBe(true); // ...another one completed the content
     const { contents } = stores;
+    // The write path reads records through findUploading (a cache of recent ones, as stale as this).
     const staleOnce = async () => {
-      delete (contents as Partial<typeof contents>).find;
+      delete (contents as Partial<typeof contents>).findUploading;
       return stale;
     };
-    contents.find = staleOnce;
+    contents.findUploading = staleOnce;
     expect(await put(created.id, 2 * MiB, last, total)).toEqual({ id: created.id, completedNow: false, completed: true });
-    contents.find = staleOnce;
+    contents.findUploading = staleOnce;
     await expect(put(created.id, 2 * MiB, Buffer.alloc(MiB, 1), total)).rejects.toMatchObject({ status: 409, code: 'contentAlreadyComplete' });
     expect((await stores.ledger.state(created.id)).lastByte).toBe(-1); // no bookkeeping brought back
     const staged = await stores.objects.deletePrefix(`staging/${created.id}/`);
@@ -162,5 +163,21 @@ describe('completion', () => {
     expect((await ledger.part(created.id, 2)).writing ?? null).toBeNull();
     expect((await put(created.id, P, Buffer.alloc(10, 2), total)).completedNow).toBe(false);
     expect((await ledger.state(created.id)).parts.p2).toMatchObject({ size: 10 });
+  });
+
+  it('answers the chunk that covers a part before its assembly, and gives the chunk with the last bytes the 201 once every part is stored', async () => {
+    const total = P + MiB;
+    const chunk = (i: number) => Buffer.alloc(MiB, i % 251);
+    const created = await put(null, 0, chunk(0), total);
+    const answers: boolean[] = [];
+    for (let i = 1; i < 64; i++) answers.push((await put(created.id, i * MiB, chunk(i), total)).completedNow);
+    // The 64th chunk covered part 1: its assembly runs after the answer.
+    expect(stores.uploads.background.size).toBe(1);
+    expect((await stores.ledger.state(created.id)).parts.p1).toBeUndefined();
+    answers.push((await put(created.id, 64 * MiB, chunk(64), total)).completedNow);
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(answers[answers.length - 1]).toBe(true);
+    const ready = (await stores.contents.find(owner, created.id))!;
+    expect(ready).toMatchObject({ state: 'ready', total });
   });
 });

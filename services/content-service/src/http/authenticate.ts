@@ -1,6 +1,8 @@
 import type { RequestHandler } from 'express';
 import { BearerVerifier, InvalidBearerToken, parseAuthorization, type Principal } from '@cp/credentials';
 import { ServiceError } from '@cp/errors';
+import { performance } from 'node:perf_hooks';
+import { timingsOf } from '../uploads/StageTimings';
 
 /** Validates an `auth.sid` with the session-service; null when the session is unknown or over. */
 export interface SessionValidator {
@@ -17,7 +19,8 @@ const SID_SHAPE = /^[0-9A-Fa-f]{64}$/;
 
 /** Resolves the request's credential (Bearer JWT, or auth.sid from header or cookie) to a Principal. */
 export function authenticate(bearer: BearerVerifier | null, sessions: SessionValidator | null): RequestHandler {
-  return async (req, _res, next) => {
+  return async (req, res, next) => {
+    const startedAt = performance.now();
     const presented = parseAuthorization(req.headers.authorization, req.headers.cookie);
     switch (presented.scheme) {
       case 'none':
@@ -45,6 +48,7 @@ export function authenticate(bearer: BearerVerifier | null, sessions: SessionVal
         break;
       }
     }
+    timingsOf(res).add('auth', performance.now() - startedAt);
     next();
   };
 }

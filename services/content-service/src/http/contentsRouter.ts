@@ -6,6 +6,7 @@ import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { legacyTotalMismatch, setDownloadSafetyHeaders } from './downloadHeaders';
 import type { DownloadService } from '../downloads/DownloadService';
 import { formatRanges } from '../uploads/ByteRanges';
+import { timingsOf } from '../uploads/StageTimings';
 import type { UploadService } from '../uploads/UploadService';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -16,7 +17,9 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
 
   router.post('/:ownerId/contents', async (req, res) => {
     const ownerId = requireOwner(req);
-    const outcome = await uploads.write({ ...readWriteHeaders(req), ownerId, contentId: null, body: req });
+    const timings = timingsOf(res);
+    const outcome = await uploads.write({ ...readWriteHeaders(req), ownerId, contentId: null, body: req, timings });
+    res.setHeader('Server-Timing', timings.header());
     sendJson(res, 201, { id: outcome.id });
   });
 
@@ -25,7 +28,9 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const headers = readWriteHeaders(req);
     if (headers.range === null) throw ServiceError.of('missingContentRange');
-    const outcome = await uploads.write({ ...headers, ownerId, contentId, body: req });
+    const timings = timingsOf(res);
+    const outcome = await uploads.write({ ...headers, ownerId, contentId, body: req, timings });
+    res.setHeader('Server-Timing', timings.header());
     sendJson(res, outcome.completedNow ? 201 : 200, { id: outcome.id, content: { id: outcome.id }, 'is-completed': outcome.completed });
   });
 

@@ -1,4 +1,6 @@
 import { ServiceError } from '@cp/errors';
+import { performance } from 'node:perf_hooks';
+import type { StageTimings } from '../uploads/StageTimings';
 import type { Locks } from './Locks';
 import type { PartRanges, UploadLedger, UploadState } from './UploadLedger';
 
@@ -12,15 +14,23 @@ interface Pending {
   change: (view: LedgerView) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  timings?: StageTimings;
+  queuedAt: number;
 }
 
 /**
- * Applies changes to a content's bookkeeping under its lock, several at a time: the changes that
- * queued up for one content while the previous batch ran are applied one after another to the
- * same documents, which are then committed once as the content's next version (group commit). A
- * change that throws is undone (its documents restored) and only its own caller sees the error.
- * Changes may run more than once (when the commit loses to another writer): they compute from
- * the view and keep their side effects idempotent.
+ * Applies changes to a content's bookkeeping, several at a time: the changes that queued up for
+ * one content while the previous batch ran are applied one after another to the same documents,
+ * which are then committed once as the content's next version (group commit). A change that
+ * throws is undone (its documents restored) and only its own caller sees the error. Changes may
+ * run more than once (when the commit loses to another writer): they compute from the view and
+ * keep their side effects idempotent.
+ *
+ * The versioned commit is what fences writers, so a batch is first tried without the content's
+ * lock, from the version this process saw last: with one writer per content (the common case)
+ * that costs two inserts and no other round trip. A batch that loses to another writer (another
+ * replica, or a claim taken over) is computed again under the lock, which keeps writers of one
+ * content from racing each other over and over.
  */
 export class LedgerCommits {
   private readonly queues = new Map<string, Pending[]>();
@@ -31,10 +41,11 @@ export class LedgerCommits {
     private readonly lockName: (contentId: string) => string,
   ) {}
 
-  commit<T>(contentId: string, change: (view: LedgerView) => Promise<T>): Promise<T> {
+  /** Applies `change` in the content's next version; `timings` gets the wait (`lock`) and the commit (`commit`). */
+  commit<T>(contentId: string, change: (view: LedgerView) => Promise<T>, timings?: StageTimings): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const queue = this.queues.get(contentId);
-      const entry: Pending = { change, resolve: resolve as (v: unknown) => void, reject };
+      const entry: Pending = { change, resolve: resolve as (v: unknown) => void, reject, timings, queuedAt: performance.now() };
       if (queue) {
         queue.push(entry);
         return;
@@ -52,28 +63,37 @@ export class LedgerCommits {
         return;
       }
       let outcomes: { ok: boolean; value: unknown }[] = [];
+      const startedAt = performance.now();
+      for (const entry of batch) entry.timings?.add('lock', startedAt - entry.queuedAt);
       try {
-        await this.locks.with(this.lockName(contentId), async () => {
-          // The lock keeps writers of one content from racing in the common case; the versioned
-          // commit is what fences them: computed from a version another writer has moved past, the
-          // batch is computed again from the latest one.
-          for (let attempt = 1; ; attempt++) {
-            outcomes = [];
-            if (await this.apply(contentId, batch, outcomes)) return;
-            if (attempt === MAX_ATTEMPTS) throw ServiceError.of('contentBusy');
-          }
-        });
+        if (!(await this.apply(contentId, batch, outcomes, false))) {
+          await this.locks.with(this.lockName(contentId), async () => {
+            for (let attempt = 2; ; attempt++) {
+              outcomes = [];
+              if (await this.apply(contentId, batch, outcomes, true)) return;
+              if (attempt === MAX_ATTEMPTS) throw ServiceError.of('contentBusy');
+            }
+          });
+        }
       } catch (error) {
         for (const entry of batch) entry.reject(error);
         continue;
+      } finally {
+        for (const entry of batch) entry.timings?.add('commit', performance.now() - startedAt);
       }
       batch.forEach((entry, i) => (outcomes[i]!.ok ? entry.resolve(outcomes[i]!.value) : entry.reject(outcomes[i]!.value)));
     }
   }
 
-  /** Runs the batch on the latest version and commits what it changed; false when another writer committed first. */
-  private async apply(contentId: string, batch: Pending[], outcomes: { ok: boolean; value: unknown }[]): Promise<boolean> {
-    const state = await this.ledger.state(contentId);
+  /**
+   * Runs the batch on the latest version and commits what it changed; false when another writer
+   * committed first. From the version last seen (`latest` false), which may be stale: the insert of
+   * the next version finds that out, and a batch that writes nothing (a check, or only refusals)
+   * makes sure with one lookup that no later version exists.
+   */
+  private async apply(contentId: string, batch: Pending[], outcomes: { ok: boolean; value: unknown }[], latest: boolean): Promise<boolean> {
+    const state = latest ? await this.ledger.state(contentId) : await this.ledger.lastSeenState(contentId);
+    const readVersion = state.version ?? 0;
     const parts = new Map<number, PartRanges>();
     const loaded = new Map<string, string>([[state._id, JSON.stringify(state)]]);
     const pristine = new Map<number, PartRanges>();
@@ -100,7 +120,7 @@ export class LedgerCommits {
       }
     }
     const changedParts = [...parts.values()].filter((part) => JSON.stringify(part) !== loaded.get(part._id));
-    if (changedParts.length === 0 && JSON.stringify(state) === loaded.get(state._id)) return true;
+    if (changedParts.length === 0 && JSON.stringify(state) === loaded.get(state._id)) return latest || this.ledger.isLatest(contentId, readVersion);
     return this.ledger.commit(state, changedParts);
   }
 }

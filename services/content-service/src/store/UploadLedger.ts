@@ -79,6 +79,23 @@ export class UploadLedger {
     return legacy ? { ...legacy, version: 0 } : emptyUploadState(contentId);
   }
 
+  /**
+   * The latest version this process has seen of a content, without a round trip when it has seen
+   * one lately; it may be stale (another replica wrote since): `commit` then returns false.
+   */
+  async lastSeenState(contentId: string): Promise<UploadState> {
+    const known = this.recent.get(contentId);
+    if (known && Date.now() - known.at < RECENT_MAX_AGE_MS) return toState(known.version);
+    return this.state(contentId);
+  }
+
+  /** Whether version `n` is still a content's latest (one `_id` lookup of version n+1). */
+  async isLatest(contentId: string, n: number): Promise<boolean> {
+    if (!(await this.versions.findOne({ _id: versionId(contentId, n + 1) }, { projection: { _id: 1 } }))) return true;
+    this.recent.delete(contentId);
+    return false;
+  }
+
   /** Part k as the given version of the state (or the latest) holds it. */
   async part(contentId: string, k: number, state?: UploadState): Promise<PartRanges> {
     const id = UploadLedger.partId(contentId, k);

@@ -24,6 +24,12 @@ export interface UploadState {
   completing: Date | null;
   /** Which request holds the completion claim (its fencing token). */
   completingBy?: string | null;
+  /**
+   * Parts (`p<k>`) whose staged pieces cover them: their assembly was claimed at least once, so
+   * they are stored or will be. With `parts`, it tells the request that receives a content's last
+   * bytes that it must see the content completed, waiting for assemblies still running.
+   */
+  covered?: Record<string, true>;
   /** Set when the sweeper has decided to remove the upload (expired): writes are refused from then on. */
   expiring?: Date | null;
   /** The version this state was read as (0: none written yet); a commit of it inserts the next one. */

@@ -6,6 +6,7 @@ import { BodyLengthMismatch } from './ExactLengthStream';
 import { contentKey } from './ObjectKeys';
 import { PART_SIZE } from './PartGrid';
 import type { RangeWriter } from './RangeWriter';
+import type { StageTimings } from './StageTimings';
 import type { UploadCleanup } from './UploadCleanup';
 import type { UploadContext, WriteOutcome, WriteRequest } from './UploadContext';
 import { wholeBodyTooLarge } from './WriteAdmission';
@@ -54,21 +55,24 @@ export class ContentCreation {
   }
 
   /** POST of a range: a new multipart content that exists only if its first range is stored. */
-  async createWithRange(request: WriteRequest, range: ContentRange): Promise<WriteOutcome> {
+  async createWithRange(request: WriteRequest, range: ContentRange, timings: StageTimings): Promise<WriteOutcome> {
     const { objects, contents, clock, logger } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
-    const uploadId = await objects.createMultipartUpload(s3Key, contentType);
-    const record = this.newRecord(id, request.ownerId, contentType, s3Key, uploadId, range.total, clock());
+    const record = await timings.time('record', async () => {
+      const uploadId = await objects.createMultipartUpload(s3Key, contentType);
+      const created = this.newRecord(id, request.ownerId, contentType, s3Key, uploadId, range.total, clock());
+      try {
+        await contents.insert(created);
+      } catch (error) {
+        await objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
+        throw error;
+      }
+      return created;
+    });
     try {
-      await contents.insert(record);
-    } catch (error) {
-      await objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
-      throw error;
-    }
-    try {
-      return await this.ranges.write(record, range, request.body, true);
+      return await this.ranges.write(record, range, request.body, true, timings);
     } catch (error) {
       await this.cleanup
         .discard(record)

@@ -10,6 +10,7 @@ import { exactBody, pipeInto } from './exactBody';
 import { HashingStream } from './HashingStream';
 import { stagedKey } from './ObjectKeys';
 import { PartGrid, partKey } from './PartGrid';
+import type { StageTimings } from './StageTimings';
 import type { ReadyContentRewrites } from './ReadyContentRewrites';
 import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, WriteOutcome } from './UploadContext';
@@ -29,27 +30,33 @@ export class RangeWriter {
     private readonly completion: UploadCompletion,
   ) {}
 
-  async write(record: ContentRecord, range: ContentRange, body: Readable, isNew: boolean): Promise<WriteOutcome> {
+  async write(record: ContentRecord, range: ContentRange, body: Readable, isNew: boolean, timings: StageTimings): Promise<WriteOutcome> {
     const { commits, clock, leases, contents, ledger } = this.ctx;
     const id = record._id;
     const wanted: ByteRange = { a: range.start, b: range.end };
 
     // The total decides whether a short range on a part boundary is the final part; it is looked up
     // only when the record does not have it. Everything is checked again under the lock.
-    const known = record.total === null ? await ledger.state(id) : null;
+    // A part assembled in this process after its request answered: a write to it waits for that.
+    await this.completion.settleAssemblies(id, partsTouched(wanted));
+    const known = record.total === null ? await timings.time('commit', () => ledger.state(id)) : null;
     const total = settleTotal(record, known ?? emptyUploadState(id), range);
     const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
     // An S3 part write cannot be undone: before it, the part is claimed under the lock (checked
     // against what it holds), so that no other write or assembly of that part runs meanwhile.
     const writer = randomBytes(6).toString('hex');
     if (k !== null) {
-      const claimed = await commits.commit(id, async (view) => {
-        if (!isNew && isWithoutBookkeeping(view.state)) return false;
-        const part = await view.part(k);
-        checkWritable(view.state, [part], wanted, leases, clock());
-        part.writing = { since: clock(), by: writer };
-        return true;
-      });
+      const claimed = await commits.commit(
+        id,
+        async (view) => {
+          if (!isNew && isWithoutBookkeeping(view.state)) return false;
+          const part = await view.part(k);
+          checkWritable(view.state, [part], wanted, leases, clock());
+          part.writing = { since: clock(), by: writer };
+          return true;
+        },
+        timings,
+      );
       if (!claimed) {
         // Completed (or removed) since this request read its record: answered as a write to it.
         const now = await contents.get(id);
@@ -64,9 +71,9 @@ export class RangeWriter {
     let work: Work;
     let stored: { piece: Piece; etag: string | null } | null = null;
     try {
-      stored = await this.store(record, wanted, k, body, heartbeat?.signal);
+      stored = await timings.time(k !== null ? 'part' : 'stage', () => this.store(record, wanted, k, body, heartbeat?.signal));
       heartbeat?.check();
-      work = await this.record(record, range, stored, k, writer, isNew);
+      work = await this.record(record, range, stored, k, writer, isNew, timings);
     } catch (error) {
       await heartbeat?.stop();
       if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
@@ -79,7 +86,7 @@ export class RangeWriter {
     const { piece } = stored;
     if (work.duplicate && piece.key) await this.ctx.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key) await this.ctx.objects.delete(work.replaced.key).catch(() => undefined);
-    const completedNow = await this.completion.run(record, work, writer);
+    const completedNow = await this.completion.finish(record, work, writer, timings);
     return { id, completedNow, completed: completedNow };
   }
 
@@ -113,61 +120,66 @@ export class RangeWriter {
     k: number | null,
     writer: string,
     isNew: boolean,
+    timings: StageTimings,
   ): Promise<Work> {
     const { commits, clock, leases } = this.ctx;
     const { piece, etag } = stored;
     const wanted: ByteRange = { a: piece.a, b: piece.b };
     const touched = partsTouched(wanted);
-    return commits.commit(record._id, async (view) => {
-      const now = clock();
-      const { state } = view;
-      // An existing content always has bookkeeping until it is completed or removed; without it,
-      // this request lost a race with its completion (or expiry) and must not bring it back.
-      if (!isNew && isWithoutBookkeeping(state)) {
-        return { assemblies: [], complete: false, total: null, gone: true };
-      }
-      const total = settleTotal(record, state, range);
-      const parts = await Promise.all(touched.map((n) => view.part(n)));
-      checkWritable(state, parts, wanted, leases, clock(), writer);
-      if (k !== null) {
-        const part = parts[0]!;
-        if (part.writing?.by !== writer) {
-          // The claim ran out and another request may have written this part meanwhile.
-          throw ServiceError.of('partWriting', 'the part was written by another request meanwhile; send it again');
+    return commits.commit(
+      record._id,
+      async (view) => {
+        const now = clock();
+        const { state } = view;
+        // An existing content always has bookkeeping until it is completed or removed; without it,
+        // this request lost a race with its completion (or expiry) and must not bring it back.
+        if (!isNew && isWithoutBookkeeping(state)) {
+          return { assemblies: [], complete: false, total: null, gone: true };
         }
-        part.writing = null;
-      }
-      // Under the lock, so that the sweeper (which decides under it too) sees the moved expiry.
-      if ((await this.keepAlive(record)) <= now.getTime()) throw expired(record._id);
-      const earlier = parts[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b);
-      if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.some((p) => state.parts[partKey(p.k)])) {
-        // A retry of a piece already assembled into (one of) its parts: fine when the bytes are
-        // the same ones; other bytes cannot replace them there (nor only in a neighbour part).
-        if (earlier.sha256 !== piece.sha256) {
-          throw ServiceError.of(
-            'rangeAlreadyStored',
-            `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`,
-          );
+        const total = settleTotal(record, state, range);
+        const parts = await Promise.all(touched.map((n) => view.part(n)));
+        checkWritable(state, parts, wanted, leases, clock(), writer);
+        if (k !== null) {
+          const part = parts[0]!;
+          if (part.writing?.by !== writer) {
+            // The claim ran out and another request may have written this part meanwhile.
+            throw ServiceError.of('partWriting', 'the part was written by another request meanwhile; send it again');
+          }
+          part.writing = null;
         }
-        // The retry may come after a completion that failed: it gets to claim the work again.
-        return { ...(await claimWork(view, total, touched, now, leases, writer)), duplicate: true };
-      }
-      let replaced: Piece | undefined;
-      for (const part of parts) {
-        replaced = part.pieces.find((p) => p.a === wanted.a && p.b === wanted.b) ?? replaced;
-        part.pieces = [...part.pieces.filter((p) => !(p.a === wanted.a && p.b === wanted.b)), piece].sort((x, y) => x.a - y.a);
-        if (k !== null) part.stored = true;
-      }
-      if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: wanted.b - wanted.a + 1 };
-      const namesTotal = total !== null && record.total === null && state.total === null;
-      if (record.total === null) state.total = total;
-      if (advancesLastByte(state, total, wanted.b)) state.lastByte = wanted.b;
-      // Naming the total may have made the final part complete, whoever sent its bytes.
-      const candidates = new Set(touched);
-      if (namesTotal) candidates.add(PartGrid.partCount(total));
-      const work = await claimWork(view, total, [...candidates], now, leases, writer);
-      return { ...work, replaced };
-    });
+        // Under the lock, so that the sweeper (which decides under it too) sees the moved expiry.
+        if ((await this.keepAlive(record)) <= now.getTime()) throw expired(record._id);
+        const earlier = parts[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b);
+        if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.some((p) => state.parts[partKey(p.k)])) {
+          // A retry of a piece already assembled into (one of) its parts: fine when the bytes are
+          // the same ones; other bytes cannot replace them there (nor only in a neighbour part).
+          if (earlier.sha256 !== piece.sha256) {
+            throw ServiceError.of(
+              'rangeAlreadyStored',
+              `bytes ${wanted.a}-${wanted.b} were already received with other content and are assembled into their part`,
+            );
+          }
+          // The retry may come after a completion that failed: it gets to claim the work again.
+          return { ...(await claimWork(view, total, touched, now, leases, writer)), duplicate: true };
+        }
+        let replaced: Piece | undefined;
+        for (const part of parts) {
+          replaced = part.pieces.find((p) => p.a === wanted.a && p.b === wanted.b) ?? replaced;
+          part.pieces = [...part.pieces.filter((p) => !(p.a === wanted.a && p.b === wanted.b)), piece].sort((x, y) => x.a - y.a);
+          if (k !== null) part.stored = true;
+        }
+        if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: wanted.b - wanted.a + 1 };
+        const namesTotal = total !== null && record.total === null && state.total === null;
+        if (record.total === null) state.total = total;
+        if (advancesLastByte(state, total, wanted.b)) state.lastByte = wanted.b;
+        // Naming the total may have made the final part complete, whoever sent its bytes.
+        const candidates = new Set(touched);
+        if (namesTotal) candidates.add(PartGrid.partCount(total));
+        const work = await claimWork(view, total, [...candidates], now, leases, writer);
+        return { ...work, replaced };
+      },
+      timings,
+    );
   }
 
   /** Renews an aligned write's claim on its part; false when it is no longer this request's. */

@@ -4,9 +4,13 @@ import type { Piece } from '../store/UploadLedger';
 import { ClaimHeartbeat, claimLost } from './ClaimHeartbeat';
 import type { PartAssembler } from './PartAssembler';
 import { PartGrid, partKey } from './PartGrid';
+import { StageTimings } from './StageTimings';
 import type { UploadCleanup } from './UploadCleanup';
 import type { UploadContext } from './UploadContext';
-import { claimCompletion, type Work } from './WorkClaims';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ServiceError } from '@cp/errors';
+import type { BackgroundAssemblies } from './BackgroundAssemblies';
+import { claimCompletion, claimWork, type Work } from './WorkClaims';
 import { partsTouched } from './WriteAdmission';
 
 /**
@@ -19,14 +23,73 @@ export class UploadCompletion {
     private readonly ctx: UploadContext,
     private readonly assembler: PartAssembler,
     private readonly cleanup: UploadCleanup,
+    private readonly background: BackgroundAssemblies,
   ) {}
+
+  /**
+   * What a request does with the work it claimed. The request that received the content's last
+   * bytes sees it completed (its 201): it runs its assemblies, waits for those still running, and
+   * completes. Any other request answers at once and leaves its assemblies running after it.
+   */
+  async finish(record: ContentRecord, work: Work, holder: string, timings: StageTimings): Promise<boolean> {
+    if (work.assemblies.length > 0 && !work.allReceived && !work.complete) {
+      const later = () => this.run(record, work, holder, undefined, false);
+      if (
+        this.background.start(
+          record._id,
+          work.assemblies.map((a) => a.k),
+          later,
+        )
+      )
+        return false;
+    }
+    if (work.complete || work.assemblies.length > 0) {
+      const done = await this.run(record, work, holder, timings);
+      if (done || !work.allReceived) return done;
+    }
+    return work.allReceived ? this.awaitAndComplete(record, holder, timings) : false;
+  }
+
+  /** Waits (boundedly) for this process's assemblies of the given parts of a content, before a write to them. */
+  async settleAssemblies(contentId: string, parts: number[]): Promise<void> {
+    await this.background.settled(contentId, 2 * this.ctx.leases.assemblyLeaseMs, parts);
+  }
+
+  /**
+   * For the request that received a content's last bytes while parts of it were still being
+   * assembled (after other requests, here or in another replica): waits for them, takes over any
+   * whose holder died or gave up, and completes. Bounded: after two assembly leases, 503
+   * partAssembling (a retry of the same range completes it).
+   */
+  private async awaitAndComplete(record: ContentRecord, holder: string, timings: StageTimings): Promise<boolean> {
+    const { commits, clock, leases } = this.ctx;
+    const deadline = Date.now() + 2 * leases.assemblyLeaseMs;
+    for (let pause = 10; ; pause = Math.min(2 * pause, 250)) {
+      await timings.time('assembly', () => this.background.settled(record._id, Math.max(0, deadline - Date.now())));
+      const work = await commits.commit(record._id, async (view) => {
+        const total = record.total ?? view.state.total;
+        if (total === null || view.state.lastByte < 0) return null;
+        const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
+        return claimWork(view, total, candidates, clock(), leases, holder);
+      });
+      // Gone (completed by another request meanwhile), or being completed by another request.
+      if (!work || (!work.complete && work.assemblies.length === 0 && !work.allReceived)) return false;
+      if (work.complete || work.assemblies.length > 0) {
+        if (await this.run(record, work, holder, timings)) return true;
+      } else if ((await this.ctx.ledger.state(record._id)).completing) {
+        return false;
+      }
+      if (Date.now() > deadline) throw ServiceError.of('partAssembling', 'parts of this content are still being assembled; send the same range again');
+      await timings.time('assembly', () => sleep(pause));
+    }
+  }
 
   /**
    * Runs the assemblies and completion claimed under the lock by `holder` (the request's fencing
    * token); true when this request completed the content. Each claim is renewed while its work
    * runs; a claim lost meanwhile aborts the work, and its result is not recorded.
    */
-  async run(record: ContentRecord, work: Work, holder: string): Promise<boolean> {
+  async run(record: ContentRecord, work: Work, holder: string, timings = new StageTimings(), mayComplete = true): Promise<boolean> {
     const { commits, metrics, clock, leases, ledger } = this.ctx;
     let complete = work.complete;
     for (const assembly of work.assemblies) {
@@ -46,7 +109,7 @@ export class UploadCompletion {
       let result: { etag: string; size: number };
       const timer = metrics.assemblySeconds.startTimer();
       try {
-        result = await this.assembler.assemble(record, k, work.total, assembly.pieces, heartbeat.signal);
+        result = await timings.time('assembly', () => this.assembler.assemble(record, k, work.total, assembly.pieces, heartbeat.signal));
         timer();
         heartbeat.check();
         metrics.partsStored.inc({ via: 'assembled' });
@@ -58,7 +121,9 @@ export class UploadCompletion {
           part.assembling = null;
           part.assemblingBy = null;
           view.state.parts[partKey(k)] = result;
-          return claimCompletion(view.state, record.total ?? view.state.total, clock(), leases, holder);
+          // An assembly running after its request answered never completes: the request that
+          // received the last bytes does, so that it is the one that answers 201.
+          return mayComplete && claimCompletion(view.state, record.total ?? view.state.total, clock(), leases, holder);
         });
       } catch (error) {
         await heartbeat.stop();
@@ -74,7 +139,7 @@ export class UploadCompletion {
       await this.dropAssembledPieces(record._id, k, assembly.pieces);
     }
     if (!complete) return false;
-    return this.complete(record, work.total ?? (await ledger.state(record._id)).total!, holder);
+    return timings.time('complete', async () => this.complete(record, work.total ?? (await ledger.state(record._id)).total!, holder));
   }
 
   /**
@@ -130,6 +195,7 @@ export class UploadCompletion {
           if (!mine(view.state)) throw claimLost('the completion');
           for (const k of inDoubt) {
             delete view.state.parts[partKey(k)];
+            delete view.state.covered?.[partKey(k)];
             Object.assign(await view.part(k), { pieces: [], stored: false, assembling: null });
           }
           view.state.completing = null;

@@ -7,6 +7,7 @@ import type { Locks } from '../store/Locks';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadLedger } from '../store/UploadLedger';
 import type { PartAssembler } from './PartAssembler';
+import type { StageTimings } from './StageTimings';
 import type { UploadMetrics } from './UploadMetrics';
 import type { Leases } from './WriteAdmission';
 
@@ -17,6 +18,8 @@ export interface UploadServiceOptions extends Leases {
   /** How long an unfinished upload lives after its last write before the sweeper removes it. */
   uploadTtlMs: number;
   clock?: Clock;
+  /** How many assemblies may run after their requests answered, at once (default 4). */
+  backgroundAssemblies?: number;
 }
 
 export interface UploadServiceDeps {
@@ -54,6 +57,8 @@ export interface WriteRequest {
   declaredLength: number | null;
   contentType: string | null;
   body: Readable;
+  /** Where the request's time goes (its Server-Timing header); none for internal callers. */
+  timings?: StageTimings;
 }
 
 export interface WriteOutcome {

@@ -3,9 +3,11 @@ import type { ContentRecord } from '../store/ContentRepository';
 import { LedgerCommits } from '../store/LedgerCommits';
 import type { PendingCleanup } from '../store/UploadLedger';
 import type { ByteRange } from './ByteRanges';
+import { BackgroundAssemblies } from './BackgroundAssemblies';
 import { ContentCreation } from './ContentCreation';
 import { RangeWriter } from './RangeWriter';
 import { ReadyContentRewrites } from './ReadyContentRewrites';
+import { StageTimings } from './StageTimings';
 import { UploadCleanup } from './UploadCleanup';
 import { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, UploadServiceDeps, UploadServiceOptions, WriteOutcome, WriteRequest } from './UploadContext';
@@ -34,6 +36,8 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
   readonly status: UploadStatus;
   /** Expiry and pending cleanups: what the sweeper uses. */
   readonly expiry: UploadExpiry;
+  /** Assemblies running after their requests answered (drained at shutdown). */
+  readonly background: BackgroundAssemblies;
   private readonly cleanup: UploadCleanup;
   private readonly creation: ContentCreation;
   private readonly ranges: RangeWriter;
@@ -55,7 +59,10 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
     };
     this.contents = deps.contents;
     this.cleanup = new UploadCleanup(ctx);
-    const completion = new UploadCompletion(ctx, deps.assembler, this.cleanup);
+    this.background = new BackgroundAssemblies(options.backgroundAssemblies ?? 4, (contentId, error) =>
+      deps.logger.warn({ contentId, err: error }, 'an assembly after its request failed; its claim is released or runs out, and a later request does it'),
+    );
+    const completion = new UploadCompletion(ctx, deps.assembler, this.cleanup, this.background);
     this.rewrites = new ReadyContentRewrites(ctx);
     this.ranges = new RangeWriter(ctx, this.rewrites, completion);
     this.creation = new ContentCreation(ctx, this.ranges, this.cleanup);
@@ -65,12 +72,13 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
 
   async write(request: WriteRequest): Promise<WriteOutcome> {
     const admitted = admitWrite(request);
+    const timings = request.timings ?? new StageTimings();
     if (admitted.kind === 'whole') return this.creation.storeWhole(request, admitted.total);
-    if (admitted.kind === 'create') return this.creation.createWithRange(request, admitted.range);
-    const record = await this.contents.find(request.ownerId, admitted.contentId);
+    if (admitted.kind === 'create') return this.creation.createWithRange(request, admitted.range, timings);
+    const record = await timings.time('record', () => this.contents.findUploading(request.ownerId, admitted.contentId));
     if (!record) throw ServiceError.of('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
     if (record.state === 'ready') return this.rewrites.rewrite(request.body, record, admitted.range);
-    return this.ranges.write(record, admitted.range, request.body, false);
+    return this.ranges.write(record, admitted.range, request.body, false, timings);
   }
 
   /** For readers: finishes what a crashed or failed request left undone, once its lease has run out. */

@@ -20,6 +20,8 @@ export interface Work {
   duplicate?: boolean;
   /** The content's bookkeeping is gone (completed or removed since the request read its record): nothing was changed. */
   gone?: boolean;
+  /** Every byte of the content is received (each part stored, or covered by staged pieces): it completes once assembled. */
+  allReceived?: boolean;
 }
 
 /**
@@ -36,12 +38,21 @@ export async function claimWork(view: LedgerView, total: number | null, candidat
     const { start, end } = PartGrid.partRange(k, total);
     if (total !== null && start >= total) continue;
     if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
+    (view.state.covered ??= {})[partKey(k)] = true;
     part.assembling = now;
     if (holder !== undefined) part.assemblingBy = holder;
     assemblies.push({ k, pieces: part.pieces });
   }
   const complete = assemblies.length === 0 && claimCompletion(view.state, total, now, leases, holder);
-  return { assemblies, complete, total };
+  return { assemblies, complete, total, allReceived: allReceived(view.state, total) };
+}
+
+/** Whether every part of the content is stored, or covered by staged pieces (its assembly claimed at least once). */
+export function allReceived(state: UploadState, total: number | null): boolean {
+  if (total === null || total === 0) return false;
+  const expected = PartGrid.partCount(total);
+  for (let k = 1; k <= expected; k++) if (!state.parts[partKey(k)] && !state.covered?.[partKey(k)]) return false;
+  return true;
 }
 
 /** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
