@@ -6,7 +6,6 @@
 // the S3 server from this process.
 //   pnpm bench sdk-chunks [--mib 256] [--rounds 3]
 const { randomBytes, randomUUID } = require('node:crypto');
-const { performance } = require('node:perf_hooks');
 const { CreateBucketCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, inFlight, startStack, request, s3Client, benchArgs } = require('./_support');
