@@ -5,11 +5,16 @@ import { parse } from 'yaml';
 /** Where the checked-in description lives: the gateway package's root, beside package.json (also in the image). */
 export const API_DESCRIPTION_FILE = join(__dirname, '..', '..', 'openapi.yaml');
 
-/** The OpenAPI description in the three forms the gateway serves; built once, at start-up. */
+/** The few fields of an OpenAPI document the gateway reads itself (the rest is for the reader). */
+export interface OpenApiDocument {
+  info?: { title?: string; version?: string };
+  [field: string]: unknown;
+}
+
+/** The OpenAPI description as the gateway serves it (YAML and JSON); built once, at start-up. */
 export class ApiDescription {
   readonly json: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- an OpenAPI document, read field by field by the renderer
-  readonly document: any;
+  readonly document: OpenApiDocument;
 
   constructor(readonly yaml: string) {
     this.document = parse(yaml);
