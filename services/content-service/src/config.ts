@@ -11,7 +11,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)' });
   const c = parseEnv(
     {
-      ...serviceSettings({ port: 8081, shutdownGraceMs: 60_000 }),
+      ...serviceSettings({ port: 8081, adminPort: 9465, shutdownGraceMs: 60_000 }),
       ...mongoSettings('content'),
       S3_ENDPOINT: env.url().optional(),
       S3_REGION: z.string().default('us-east-1'),

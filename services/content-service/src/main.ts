@@ -22,7 +22,7 @@ import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
 startService({
   name: 'content-service',
   loadConfig,
-  build: async ({ config, logger, isDraining }) => {
+  build: async ({ config, logger }) => {
     const s3 = createS3Client(config);
     logger.info({ s3Credentials: s3CredentialSource(config) }, 'S3 client ready');
     const mongo = await connectMongo(config, 50);
@@ -94,8 +94,6 @@ startService({
       downloads,
       bearer,
       sessions,
-      isDraining,
-      readiness: [mongo.readiness, { name: 's3', check: () => objects.ping() }],
     });
     const onShutdown = async () => {
       await sweeper.stop();
@@ -103,6 +101,11 @@ startService({
       if (redis) await closeRedis(redis);
       s3.destroy();
     };
-    return { app, onShutdown, server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS } };
+    return {
+      app,
+      admin: { metrics, readiness: [mongo.readiness, { name: 's3', check: () => objects.ping() }] },
+      onShutdown,
+      server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS },
+    };
   },
 });
