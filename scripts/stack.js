@@ -58,19 +58,16 @@ function tail(file) {
 }
 
 /**
- * Starts one service from its build output. Returns { name, url, port, child, logFile, stop }.
- * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled until it answers 200.
+ * Starts one service from its build output. Returns { name, url, port, adminUrl, child, logFile, stop }.
+ * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled on the admin
+ * port until it answers 200.
  */
-async function startService(name, { port, env = {}, logDir, readyPath, readyBase, adminPort, nodeArgs = [] }) {
+async function startService(name, { port, env = {}, logDir, readyPath, adminPort, nodeArgs = [] }) {
   port = port || (await freePort());
-  // The gateway serves /readyz and /metrics on an admin port of its own (never the public one).
-  let adminUrl;
-  if (name === 'gateway') {
-    adminPort = adminPort || Number(env.ADMIN_PORT) || (await freePort());
-    env = { ...env, ADMIN_PORT: String(adminPort) };
-    adminUrl = `http://127.0.0.1:${adminPort}`;
-    readyBase = readyBase || adminUrl;
-  }
+  // Every service serves /readyz, /healthz/deps and /metrics on an admin port of its own, never on its API port.
+  adminPort = adminPort || Number(env.ADMIN_PORT) || (await freePort());
+  env = { ...env, ADMIN_PORT: String(adminPort) };
+  const adminUrl = `http://127.0.0.1:${adminPort}`;
   fs.mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${name}-${port}.log`);
   const out = fs.openSync(logFile, 'a');
@@ -88,9 +85,8 @@ async function startService(name, { port, env = {}, logDir, readyPath, readyBase
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     return exited;
   };
-  // `readyBase`: where readiness is served when it is not the service's own port (the gateway's admin port).
-  await waitReady(readyBase || url, child, logFile, readyPath);
-  return { name, url, port, adminUrl, pid: child.pid, child, logFile, exited, stop };
+  await waitReady(adminUrl, child, logFile, readyPath);
+  return { name, url, port, adminUrl, adminPort, pid: child.pid, child, logFile, exited, stop };
 }
 
 /**
@@ -130,7 +126,7 @@ async function startStack(opts = {}) {
     ...(opts.sessionEnv || {}),
   };
   try {
-    const session = await startService('session-service', { port: ports.session, logDir, env: sessionEnv });
+    const session = await startService('session-service', { port: ports.session, adminPort: ports.sessionAdmin, logDir, env: sessionEnv });
     services.push(session);
     const authEnv = {
       ...backing,
@@ -142,10 +138,11 @@ async function startStack(opts = {}) {
       PUBLIC_BASE_URL: publicBaseUrl,
       ...(opts.authEnv || {}),
     };
-    const auth = await startService('auth-service', { port: authPort, logDir, env: authEnv });
+    const auth = await startService('auth-service', { port: authPort, adminPort: ports.authAdmin, logDir, env: authEnv });
     services.push(auth);
     const content = await startService('content-service', {
       port: ports.content,
+      adminPort: ports.contentAdmin,
       nodeArgs: opts.contentNodeArgs,
       logDir,
       env: {
@@ -200,18 +197,23 @@ async function startStack(opts = {}) {
 module.exports = { startStack, startService, backingEnv, freePort, ROOT };
 
 if (require.main === module) {
+  // The services' own defaults (their config.ts): API ports 8080-8083, admin ports 9464-9467.
   const ports = {
     gateway: Number(process.env.PORT || 8080),
     gatewayAdmin: Number(process.env.ADMIN_PORT || 9464),
     content: Number(process.env.CONTENT_SERVICE_PORT || 8081),
+    contentAdmin: Number(process.env.CONTENT_SERVICE_ADMIN_PORT || 9465),
     auth: Number(process.env.AUTH_SERVICE_PORT || 8082),
+    authAdmin: Number(process.env.AUTH_SERVICE_ADMIN_PORT || 9466),
     session: Number(process.env.SESSION_SERVICE_PORT || 8083),
+    sessionAdmin: Number(process.env.SESSION_SERVICE_ADMIN_PORT || 9467),
   };
   startStack({ ports, prefix: process.env.CP_PREFIX || 'local' }).then(
     (stack) => {
-      for (const s of stack.services) process.stdout.write(`  ${s.name.padEnd(16)} ${s.url}  (log: ${path.relative(process.cwd(), s.logFile)})\n`);
+      for (const s of stack.services)
+        process.stdout.write(`  ${s.name.padEnd(16)} ${s.url}  admin ${s.adminUrl}  (log: ${path.relative(process.cwd(), s.logFile)})\n`);
       process.stdout.write(
-        `\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\n(the gateway's /readyz and /metrics: ${stack.gatewayAdminUrl})\nCtrl-C stops it.\n`,
+        `\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\n(each service's /readyz, /healthz/deps and /metrics: its admin address above)\nCtrl-C stops it.\n`,
       );
       const shutdown = () => stack.stop().then(() => process.exit(0));
       process.once('SIGINT', shutdown);

@@ -633,14 +633,23 @@ describe('bad input through the gateway', () => {
     );
   });
 
-  it('keeps /metrics and /readyz off the public port, and metric route labels to a fixed set', async () => {
-    const { gatewayUrl, gatewayAdminUrl } = testStack();
-    for (const path of ['/metrics', '/readyz']) {
-      const publicAnswer = await fetch(`${gatewayUrl}${path}`);
-      expect([path, publicAnswer.status]).toEqual([path, 404]);
-      expect([path, (await fetch(`${gatewayAdminUrl}${path}`)).status]).toEqual([path, 200]);
+  it('keeps /metrics, /readyz and /healthz/deps of every service off its API port, on its admin port', async () => {
+    const { services } = testStack();
+    expect(Object.keys(services).sort()).toEqual(['auth-service', 'content-service', 'gateway', 'session-service']);
+    for (const [name, { url, adminUrl }] of Object.entries(services)) {
+      expect(adminUrl).not.toBe(url);
+      for (const path of ['/metrics', '/readyz', '/healthz/deps']) {
+        expect([name, path, (await fetch(`${url}${path}`)).status]).toEqual([name, path, 404]);
+        expect([name, path, (await fetch(`${adminUrl}${path}`)).status]).toEqual([name, path, 200]);
+      }
+      // Liveness answers on both: kubelet's liveness probe goes to the API port.
+      expect([name, (await fetch(`${url}/healthz`)).status, (await fetch(`${adminUrl}/healthz`)).status]).toEqual([name, 200, 200]);
+      expect(await (await fetch(`${adminUrl}/metrics`)).text()).toMatch(new RegExp(`^http_request_duration_seconds_count\\{[^}]*service="${name}"`, 'm'));
     }
-    expect((await fetch(`${gatewayUrl}/healthz`)).status).toBe(200);
+  });
+
+  it('keeps metric route labels of the gateway to a fixed set', async () => {
+    const { gatewayAdminUrl } = testStack();
     const text = await (await fetch(`${gatewayAdminUrl}/metrics`)).text();
     const routes = new Set([...text.matchAll(/http_request_duration_seconds_count\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
     expect(routes.size).toBeGreaterThan(0);

@@ -187,7 +187,7 @@ describe('request sequences of the official clients, through the gateway', () =>
         );
       // the content-service's counters, summed over the series whose line has every given label
       const metric = async (name: string, label = '') => {
-        const text = await (await fetch(`${stack.services['content-service']!.url}/metrics`)).text();
+        const text = await (await fetch(`${stack.services['content-service']!.adminUrl}/metrics`)).text();
         return text
           .split('\n')
           .filter((l) => l.startsWith(`${name}{`) && l.includes(label))

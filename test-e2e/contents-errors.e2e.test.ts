@@ -196,8 +196,8 @@ describe('errors on /v1', () => {
       try {
         // Ready all the same (S3 is every pod's backend; the API answers its own 503), while the
         // diagnostic names the backend that is down.
-        expect((await fetch(`${service.url}/readyz`)).status).toBe(200);
-        const deps = await fetch(`${service.url}/healthz/deps`);
+        expect((await fetch(`${service.adminUrl}/readyz`)).status).toBe(200);
+        const deps = await fetch(`${service.adminUrl}/healthz/deps`);
         expect(deps.status).toBe(503);
         expect(((await deps.json()) as { checks: Record<string, string> }).checks).toEqual({ mongodb: 'ok', s3: 'unavailable' });
         const r = await call(`${service.url}/v1/${owner}/contents`, { method: 'POST', body: randomBytes(100), token });

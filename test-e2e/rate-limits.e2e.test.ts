@@ -101,7 +101,7 @@ describe('rate limits on /auth and /sessions', () => {
       for (let i = 0; i < PER_KEY; i++) expect((await attempt()).json().Code).toBe('InvalidApiKey');
       expectTooMany(await attempt());
       // Operators see both on /metrics: the refusals and that Redis was not there to count them.
-      const metrics = (await call(`${auth.url}/metrics`)).body.toString();
+      const metrics = (await call(`${auth.adminUrl}/metrics`)).body.toString();
       expect(metrics).toMatch(/^rate_limited_requests_total\{[^}]*limit="key"[^}]*\} 1$/m);
       expect(metrics).toMatch(/^rate_limit_redis_failures_total\{[^}]*\} [1-9]\d*$/m);
     } finally {

@@ -76,7 +76,7 @@ describe('deploy/compose.yaml', () => {
   });
 
   it('runs MongoDB, Redis and an S3-compatible server, and publishes only the gateway', () => {
-    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['mongodb', 'redis', 'minio']));
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['mongodb', 'redis', 'versitygw']));
     const published = Object.entries(compose.services)
       .filter(([, s]) => s.ports?.length)
       .map(([name]) => name);

@@ -16,7 +16,7 @@ module.exports = async () => {
     keysDir: stack.keysDir,
     logDir,
     backing: stack.backing,
-    services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, pid: s.pid }])),
+    services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, adminUrl: s.adminUrl, pid: s.pid }])),
     authDatabase: stack.authDatabase,
     internalSecrets: stack.internalSecrets,
     sessionEnv: stack.sessionEnv,

@@ -5,6 +5,8 @@ import { testStack } from './stack';
 export interface ServiceHandle {
   url: string;
   port: number;
+  /** /readyz, /healthz/deps and /metrics: never on the API port. */
+  adminUrl: string;
   pid: number;
   logFile: string;
   exited: Promise<number | string>;

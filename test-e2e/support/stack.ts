@@ -4,12 +4,13 @@ import { DevKeys } from '@cp/credentials';
 export interface TestStack {
   prefix: string;
   gatewayUrl: string;
-  /** The gateway's admin port: /readyz and /metrics (not served on the public port). */
+  /** The gateway's admin port: /readyz, /healthz/deps and /metrics (not served on its API port). */
   gatewayAdminUrl: string;
   keysDir: string;
   logDir: string;
   backing: { S3_ENDPOINT: string; S3_ACCESS_KEY_ID: string; S3_SECRET_ACCESS_KEY: string; MONGODB_URL: string; REDIS_URL: string };
-  services: Record<string, { url: string; pid: number }>;
+  /** Each service's API address and its admin address (/readyz, /healthz/deps, /metrics). */
+  services: Record<string, { url: string; adminUrl: string; pid: number }>;
   /** The auth-service's database (for the admin command line). */
   authDatabase: string;
   /** The secret each caller sends to /internal/* of the service it calls. */

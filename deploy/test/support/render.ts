@@ -35,10 +35,9 @@ export function renderKustomization(dir: string): K8sObject[] {
     .filter((o): o is K8sObject => o !== null);
 }
 
-/** nginx size syntax (`80m`, `1g`, `512k`, `1048576`) in bytes. */
-export function nginxSize(value: string): number {
-  const m = /^(\d+)([kKmMgG]?)$/.exec(value.trim());
-  if (!m) throw new Error(`not an nginx size: ${value}`);
-  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
-  return Number(m[1]) * unit;
+/** A Gateway API duration (GEP-2257: `24h`, `1h30m`, `500ms`, `0s`) in seconds. */
+export function gatewayDuration(value: string): number {
+  if (!/^([0-9]{1,5}(h|m|s|ms)){1,4}$/.test(value)) throw new Error(`not a Gateway API duration: ${value}`);
+  const unit = { h: 3600, m: 60, s: 1, ms: 0.001 } as const;
+  return [...value.matchAll(/(\d+)(h|ms|m|s)/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u as keyof typeof unit], 0);
 }

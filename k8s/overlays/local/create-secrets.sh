@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates (or replaces) the Secrets the local overlay needs, with fresh random values, in the
 # namespace content-platform of the current kubectl context:
-#   minio-credentials, internal-secrets, redis-users, content-service-secrets, auth-service-secrets, session-service-secrets,
+#   versitygw-credentials, internal-secrets, redis-users, content-service-secrets, auth-service-secrets, session-service-secrets,
 #   content-platform-tls (self-signed for content.localtest.me), dev-jwks (the dev key's public JWKS,
 #   so that tokens from `pnpm token` are accepted).
 # Nothing here is for production: there, create the Secrets from k8s/secrets/*.env.example.
@@ -17,7 +17,8 @@ kubectl get namespace "$NS" >/dev/null 2>&1 || kubectl create namespace "$NS"
 
 s3_key=local-$(random | cut -c1-12)
 s3_secret=$(random)
-apply secret generic minio-credentials --from-literal=MINIO_ROOT_USER="$s3_key" --from-literal=MINIO_ROOT_PASSWORD="$s3_secret"
+# versitygw's root account (k8s/overlays/local/backing/versitygw.yaml); the content-service uses it as its S3 keys.
+apply secret generic versitygw-credentials --from-literal=ROOT_ACCESS_KEY="$s3_key" --from-literal=ROOT_SECRET_KEY="$s3_secret"
 # A Redis user per service (k8s/overlays/local/backing/redis.yaml), each service's REDIS_URL names its own.
 redis_content=$(random); redis_session=$(random); redis_auth=$(random)
 apply secret generic redis-users --from-literal=REDIS_PASSWORD_CONTENT_SERVICE="$redis_content" \
@@ -42,5 +43,5 @@ if [ ! -f .local/dev-keys/jwks.json ]; then
   node scripts/token.js --owner 00000000-0000-4000-8000-000000000000 >/dev/null
 fi
 apply configmap dev-jwks --from-file=jwks.json=.local/dev-keys/jwks.json
-echo "secrets for $NS created; the MinIO keys and Redis passwords changed, so restart everything that was running:" >&2
+echo "secrets for $NS created; the S3 keys and Redis passwords changed, so restart everything that was running:" >&2
 echo "  kubectl -n $NS rollout restart deployment" >&2

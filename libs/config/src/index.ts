@@ -69,12 +69,14 @@ export const env = {
 };
 
 /**
- * What every service reads: where it listens, how much it logs, and how long in-flight requests
- * may run after SIGTERM.
+ * What every service reads: where it listens (its API on PORT; /readyz, /healthz/deps and /metrics
+ * on ADMIN_PORT only, a port no route or ingress exposes), how much it logs, and how long
+ * in-flight requests may run after SIGTERM.
  */
-export function serviceSettings(defaults: { port: number; shutdownGraceMs: number }) {
+export function serviceSettings(defaults: { port: number; adminPort: number; shutdownGraceMs: number }) {
   return {
     PORT: env.port(defaults.port),
+    ADMIN_PORT: env.port(defaults.adminPort),
     HOST: z.string().default('0.0.0.0'),
     LOG_LEVEL: env.logLevel(),
     SHUTDOWN_GRACE_MS: env.int(defaults.shutdownGraceMs, 0),

@@ -14,13 +14,10 @@ export interface ReadinessCheck {
  * would only swap the API's own 503 with Retry-After for the ingress's page. The backends'
  * state is a diagnostic for operators: /healthz/deps (also /readyz?verbose) answers each check,
  * 503 when one fails. /metrics: Prometheus text, with `backend_up{backend}` from the last check.
+ * All of them are for the admin port; the API port serves `livenessRoute` alone.
  */
-export function healthRoutes(opts: { checks: ReadinessCheck[]; metrics: ServiceMetrics; isDraining: () => boolean; healthOnly?: boolean }): Router {
-  const router = Router();
-  router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
-  });
-  if (opts.healthOnly) return router;
+export function healthRoutes(opts: { checks: ReadinessCheck[]; metrics: ServiceMetrics; isDraining: () => boolean }): Router {
+  const router = livenessRoute();
   const deps = async (): Promise<{ ok: boolean; checks: Record<string, string> }> => {
     const results = await Promise.all(
       opts.checks.map(async ({ name, check }) => {
@@ -53,6 +50,15 @@ export function healthRoutes(opts: { checks: ReadinessCheck[]; metrics: ServiceM
     // The backends' state is refreshed at each scrape, so a dashboard sees an outage without /healthz/deps.
     await deps();
     opts.metrics.handler()(req, res, next);
+  });
+  return router;
+}
+
+/** /healthz alone: the liveness answer of a service's API port (where kubelet's liveness probe goes). */
+export function livenessRoute(): Router {
+  const router = Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
   });
   return router;
 }

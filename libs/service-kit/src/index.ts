@@ -1,6 +1,6 @@
 export { requestId, REQUEST_ID_HEADER } from './requestId';
 export { ServiceMetrics } from './ServiceMetrics';
-export { healthRoutes, type ReadinessCheck } from './healthRoutes';
+export { healthRoutes, livenessRoute, type ReadinessCheck } from './healthRoutes';
 export { runServer, type RunServerOptions, type RunningServer } from './runServer';
 export { accessLog } from './accessLog';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';

@@ -1,11 +1,17 @@
-import type { RequestListener } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ConfigError } from '@cp/config';
 import { createLogger, type Logger } from '@cp/logging';
+import type { ReadinessCheck } from './healthRoutes';
 import { runServer, type RunServerOptions } from './runServer';
+import { adminApp } from './serviceApp';
+import type { ServiceMetrics } from './ServiceMetrics';
 
 /** The settings every service reads (see `serviceSettings` in @cp/config). */
 export interface BaseServiceConfig {
   PORT: number;
+  /** /readyz, /healthz/deps and /metrics: never on PORT, so no route to PORT exposes them. */
+  ADMIN_PORT: number;
   HOST: string;
   LOG_LEVEL: string;
   SHUTDOWN_GRACE_MS: number;
@@ -21,6 +27,8 @@ export interface ServiceContext<C> {
 /** What a service's `build` hands back: its app, how to close its pools, and server options of its own. */
 export interface BuiltService {
   app: RequestListener;
+  /** What the admin port serves: the metrics registry and the checks of /healthz/deps. */
+  admin: { metrics: ServiceMetrics; readiness: ReadinessCheck[] };
   /** Called once the server has stopped taking requests. */
   onShutdown?: () => Promise<void>;
   server?: Omit<RunServerOptions, 'port' | 'host' | 'logger' | 'shutdownGraceMs' | 'onDraining' | 'onShutdown'>;
@@ -36,8 +44,11 @@ export interface StartServiceOptions<C extends BaseServiceConfig> {
 
 /**
  * The start-up every service shares: config, logger, its dependencies, then `runServer` with
- * draining and shutdown hooks. A failure before listening (a ConfigError by its message alone,
- * anything else with its stack) is printed and the process exits 1.
+ * draining and shutdown hooks, and the admin port (/readyz, /healthz/deps, /metrics) once the API
+ * port listens, so that a ready answer means the API takes connections. The admin port stays open
+ * while the API drains (its /readyz answers 503 then) and closes before the pools do. A failure
+ * before listening (a ConfigError by its message alone, anything else with its stack) is printed
+ * and the process exits 1.
  */
 export function startService<C extends BaseServiceConfig>(options: StartServiceOptions<C>): void {
   start(options).catch((error: unknown) => {
@@ -48,9 +59,14 @@ export function startService<C extends BaseServiceConfig>(options: StartServiceO
 
 async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: StartServiceOptions<C>): Promise<void> {
   const config = loadConfig();
+  if (config.ADMIN_PORT !== 0 && config.ADMIN_PORT === config.PORT) {
+    throw new ConfigError('ADMIN_PORT', `must differ from PORT (${config.PORT}): metrics and readiness are kept off the API's port`);
+  }
   const logger = createLogger({ service: name, level: config.LOG_LEVEL });
   let draining = false;
   const built = await build({ config, logger, isDraining: () => draining });
+  // Created now, listening once the API port does.
+  const admin = createServer(adminApp({ metrics: built.admin.metrics, readiness: built.admin.readiness, isDraining: () => draining }));
   await runServer(built.app, {
     ...built.server,
     port: config.PORT,
@@ -60,6 +76,28 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
     onDraining: () => {
       draining = true;
     },
-    onShutdown: built.onShutdown,
+    onShutdown: async () => {
+      if (admin.listening) await closeServer(admin);
+      await built.onShutdown?.();
+    },
+  });
+  await listen(admin, config.ADMIN_PORT, config.HOST);
+  logger.info({ adminPort: (admin.address() as AddressInfo).port }, 'admin port listening (/readyz, /healthz/deps, /metrics)');
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
   });
 }

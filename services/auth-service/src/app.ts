@@ -2,7 +2,7 @@ import express from 'express';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
-import { type InternalCaller, type ReadinessCheck, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import { type InternalCaller, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
 import type { CertificateSignIn } from './challenges/CertificateSignIn';
 import { authRoutes } from './http/authRoutes';
 import { errorHandler } from './http/errorHandler';
@@ -21,13 +21,11 @@ export interface AuthAppDeps {
   /** Limits /auth per api key and client address; null: no limits. */
   rateLimiter: RequestRateLimiter | null;
   publicBaseUrl?: string;
-  readiness: ReadinessCheck[];
-  isDraining: () => boolean;
 }
 
 /** The auth-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: AuthAppDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
   app.use('/internal', requireInternalSecret(deps.internalCallers), internalRoutes(deps.apiKeys, deps.users));
   if (deps.rateLimiter) app.use('/auth', deps.rateLimiter.middleware());
   app.use(authRoutes(deps.signIn, deps.apiKeys, deps.publicBaseUrl));

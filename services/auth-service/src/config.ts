@@ -5,7 +5,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET instead (one secret per caller)' });
   return parseEnv(
     {
-      ...serviceSettings({ port: 8082, shutdownGraceMs: 30_000 }),
+      ...serviceSettings({ port: 8082, adminPort: 9466, shutdownGraceMs: 30_000 }),
       // The auth-service's own database: users, certificates, trusted roots, api keys.
       ...mongoSettings('auth'),
       REDIS_URL: env.redisUrl(),

@@ -14,7 +14,7 @@ import { UserRegistry } from './store/UserRegistry';
 startService({
   name: 'auth-service',
   loadConfig,
-  build: async ({ config, logger, isDraining }) => {
+  build: async ({ config, logger }) => {
     const mongo = await connectMongo(config, 30);
     const db = mongo.db;
     const users = new UserRegistry(db);
@@ -41,13 +41,15 @@ startService({
       internalCallers: internalCallers({ sessionService: config.INTERNAL_SECRET_SESSION_SERVICE }),
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger, metrics.registry),
       publicBaseUrl: config.PUBLIC_BASE_URL,
-      isDraining,
-      readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }],
     });
     const onShutdown = async () => {
       await closeRedis(redis);
       await mongo.client.close();
     };
-    return { app, onShutdown };
+    return {
+      app,
+      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }] },
+      onShutdown,
+    };
   },
 });

@@ -89,8 +89,6 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
       users,
       internalCallers: internalCallers({ sessionService: stack.internalSecrets.sessionToAuth }),
       rateLimiter: null,
-      readiness: [],
-      isDraining: () => false,
     });
     server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));

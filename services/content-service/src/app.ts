@@ -2,7 +2,7 @@ import express from 'express';
 import type { BearerVerifier } from '@cp/credentials';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import { type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import type { DownloadService } from './downloads/DownloadService';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
@@ -17,13 +17,11 @@ export interface ContentAppDeps {
   downloads: DownloadService;
   bearer: BearerVerifier | null;
   sessions: SessionValidator | null;
-  readiness: ReadinessCheck[];
-  isDraining: () => boolean;
 }
 
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: ContentAppDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
   app.use('/v1', startTimings, authenticate(deps.bearer, deps.sessions), contentsRouter(deps.uploads, deps.downloads));
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));

@@ -3,18 +3,25 @@ import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, refus
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
 
+const S3_KEYS_TOGETHER = (other: string) =>
+  `is required with ${other}: set both static S3 keys, or neither to use the AWS default credential chain (IRSA, EKS Pod Identity, instance role, AWS_* variables)`;
+
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)' });
   const c = parseEnv(
     {
-      ...serviceSettings({ port: 8081, shutdownGraceMs: 60_000 }),
+      ...serviceSettings({ port: 8081, adminPort: 9465, shutdownGraceMs: 60_000 }),
       ...mongoSettings('content'),
       S3_ENDPOINT: env.url().optional(),
       S3_REGION: z.string().default('us-east-1'),
       S3_BUCKET: z.string().min(3),
-      S3_ACCESS_KEY_ID: z.string().min(1),
-      S3_SECRET_ACCESS_KEY: z.string().min(1),
+      /**
+       * Static S3 keys, both or neither. Without them the AWS SDK's default credential chain is
+       * used (environment, shared files, web identity / IRSA, EKS Pod Identity, ECS, instance role).
+       */
+      S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+      S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
       S3_FORCE_PATH_STYLE: env.bool(true),
       S3_CREATE_BUCKET: env.bool(false),
       JWT_ISSUER: z.string().min(1).optional(),
@@ -58,6 +65,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   if (c.JWT_ISSUER && !c.JWT_JWKS_URL && !c.JWT_JWKS_FILE) {
     throw new ConfigError('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys');
   }
+  if (c.S3_ACCESS_KEY_ID && !c.S3_SECRET_ACCESS_KEY) throw new ConfigError('S3_SECRET_ACCESS_KEY', S3_KEYS_TOGETHER('S3_ACCESS_KEY_ID'));
+  if (c.S3_SECRET_ACCESS_KEY && !c.S3_ACCESS_KEY_ID) throw new ConfigError('S3_ACCESS_KEY_ID', S3_KEYS_TOGETHER('S3_SECRET_ACCESS_KEY'));
   if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE)) throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
   return c;
 }

@@ -1,6 +1,3 @@
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-import { S3Client } from '@aws-sdk/client-s3';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { closeRedis, connectRedis } from '@cp/redis';
@@ -15,6 +12,7 @@ import { ContentRepository } from './store/ContentRepository';
 import { Claims } from './store/Claims';
 import { Locks } from './store/Locks';
 import { ObjectStore } from './store/ObjectStore';
+import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { UploadLedger } from './store/UploadLedger';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { PartAssembler } from './uploads/PartAssembler';
@@ -24,24 +22,9 @@ import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
 startService({
   name: 'content-service',
   loadConfig,
-  build: async ({ config, logger, isDraining }) => {
-    const s3 = new S3Client({
-      endpoint: config.S3_ENDPOINT,
-      region: config.S3_REGION,
-      forcePathStyle: config.S3_FORCE_PATH_STYLE,
-      credentials: { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY },
-      // Parts are streamed with their exact length; no whole-body checksums computed up front.
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: {
-        httpAgent: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
-        httpsAgent: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
-        connectionTimeout: Math.min(5_000, config.S3_TIMEOUT_MS),
-        // An idle socket (no byte either way) for this long is dead; answers are bounded per call in ObjectStore.
-        socketTimeout: config.REQUEST_IDLE_TIMEOUT_MS,
-      },
-      maxAttempts: 2,
-    });
+  build: async ({ config, logger }) => {
+    const s3 = createS3Client(config);
+    logger.info({ s3Credentials: s3CredentialSource(config) }, 'S3 client ready');
     const mongo = await connectMongo(config, 50);
     const db = mongo.db;
 
@@ -111,8 +94,6 @@ startService({
       downloads,
       bearer,
       sessions,
-      isDraining,
-      readiness: [mongo.readiness, { name: 's3', check: () => objects.ping() }],
     });
     const onShutdown = async () => {
       await sweeper.stop();
@@ -123,6 +104,11 @@ startService({
       if (redis) await closeRedis(redis);
       s3.destroy();
     };
-    return { app, onShutdown, server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS } };
+    return {
+      app,
+      admin: { metrics, readiness: [mongo.readiness, { name: 's3', check: () => objects.ping() }] },
+      onShutdown,
+      server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS },
+    };
   },
 });

@@ -18,4 +18,36 @@ describe('content-service configuration', () => {
     expect(() => loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test' })).toThrow(/JWT_JWKS_URL/);
     expect(() => loadConfig({ ...base, JWT_JWKS_URL: 'https://issuer.test/jwks.json' })).toThrow(/JWT_ISSUER/);
   });
+
+  describe('S3 credentials', () => {
+    const noKeys = { MONGODB_URL: base.MONGODB_URL, S3_BUCKET: base.S3_BUCKET, ...bearer };
+
+    it('takes no S3 keys, leaving them to the AWS default credential chain', () => {
+      const c = loadConfig(noKeys);
+      expect(c.S3_ACCESS_KEY_ID).toBeUndefined();
+      expect(c.S3_SECRET_ACCESS_KEY).toBeUndefined();
+    });
+
+    it('takes static S3 keys as a pair', () => {
+      expect(loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' })).toMatchObject({ S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' });
+    });
+
+    it('stops on one S3 key without the other, naming the missing one and never showing the key', () => {
+      expect(() => loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: 'AKIAEXAMPLE' })).toThrow(
+        /^configuration: S3_SECRET_ACCESS_KEY: is required with S3_ACCESS_KEY_ID/,
+      );
+      expect(() => loadConfig({ ...noKeys, S3_SECRET_ACCESS_KEY: 'very-secret' })).toThrow(
+        /^configuration: S3_ACCESS_KEY_ID: is required with S3_SECRET_ACCESS_KEY/,
+      );
+      try {
+        loadConfig({ ...noKeys, S3_SECRET_ACCESS_KEY: 'very-secret' });
+      } catch (error) {
+        expect(String(error)).not.toContain('very-secret');
+      }
+    });
+
+    it('refuses an empty S3 key rather than reading it as unset', () => {
+      expect(() => loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: '', S3_SECRET_ACCESS_KEY: 's' })).toThrow(/S3_ACCESS_KEY_ID/);
+    });
+  });
 });

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
-import { type ReadinessCheck, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import { type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
@@ -15,12 +15,10 @@ export interface GatewayDeps {
   metrics: ServiceMetrics;
   upstreams: Partial<Record<Upstream, string>>;
   upstreamTimeoutMs: number;
-  readiness: ReadinessCheck[];
-  isDraining: () => boolean;
 }
 
 /**
- * The public side of the gateway (its /readyz and /metrics are on the admin port: main.ts).
+ * The public side of the gateway (its /readyz and /metrics are on the admin port, as in every service).
  * The edge of the system: routes /v1, /auth/v5.x and /sessions/v5.x to their services, streaming
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
@@ -28,9 +26,6 @@ export function buildApp(deps: GatewayDeps): express.Express {
   const app = serviceApp({
     logger: deps.logger,
     metrics: deps.metrics,
-    readiness: deps.readiness,
-    isDraining: deps.isDraining,
-    separateAdmin: true,
     before: [deps.metrics.middleware(), edgeChecks()],
   });
   app.use(docsRoutes());

@@ -3,9 +3,7 @@ import { env, parseEnv, serviceSettings } from '@cp/config';
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return parseEnv(
     {
-      ...serviceSettings({ port: 8080, shutdownGraceMs: 60_000 }),
-      /** /readyz and /metrics listen here only, never on the public PORT (/healthz is on both). */
-      ADMIN_PORT: env.port(9464),
+      ...serviceSettings({ port: 8080, adminPort: 9464, shutdownGraceMs: 60_000 }),
       CONTENT_SERVICE_URL: env.url(),
       AUTH_SERVICE_URL: env.url().optional(),
       SESSION_SERVICE_URL: env.url().optional(),

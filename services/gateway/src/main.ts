@@ -1,5 +1,4 @@
-import { createServer } from 'node:http';
-import { adminApp, ServiceMetrics, startService, type ReadinessCheck } from '@cp/service-kit';
+import { ServiceMetrics, startService, type ReadinessCheck } from '@cp/service-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { answerClientErrors, answerIdleTimeout, deferExpectations } from './http/clientErrors';
@@ -8,12 +7,12 @@ import { routeLabel, type Upstream } from './http/routes';
 startService({
   name: 'gateway',
   loadConfig,
-  build: async ({ config, logger, isDraining }) => {
+  build: async ({ config, logger }) => {
     const upstreams: Partial<Record<Upstream, string>> = { content: config.CONTENT_SERVICE_URL };
     if (config.AUTH_SERVICE_URL) upstreams.auth = config.AUTH_SERVICE_URL;
     if (config.SESSION_SERVICE_URL) upstreams.sessions = config.SESSION_SERVICE_URL;
 
-    // Ready when every upstream says it is alive; an upstream's own dependencies are its readiness.
+    // The upstreams' liveness, for /healthz/deps and backend_up (readiness follows the pod, not them).
     const readiness: ReadinessCheck[] = Object.entries(upstreams).map(([name, url]) => ({
       name,
       check: async () => {
@@ -23,28 +22,11 @@ startService({
     }));
 
     const metrics = new ServiceMetrics('gateway', (req) => routeLabel(req.path));
-    // The public port is the internet's: readiness details and metrics go on a port of their own.
-    const admin = createServer(adminApp({ metrics, readiness, isDraining }));
-    await new Promise<void>((resolve, reject) => {
-      admin.once('error', reject);
-      admin.listen(config.ADMIN_PORT, config.HOST, () => resolve());
-    });
-    logger.info({ adminPort: config.ADMIN_PORT }, 'admin port listening');
-    const app = buildApp({
-      logger,
-      metrics,
-      upstreams,
-      upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
-      readiness,
-      isDraining,
-    });
-    const onShutdown = async () => {
-      admin.closeAllConnections();
-      await new Promise<void>((resolve) => admin.close(() => resolve()));
-    };
+    const app = buildApp({ logger, metrics, upstreams, upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS });
     return {
       app,
-      onShutdown,
+      // The public port is the internet's: readiness details and metrics are on the admin port.
+      admin: { metrics, readiness },
       server: {
         requestTimeoutMs: config.CLIENT_IDLE_TIMEOUT_MS,
         maxHeaderSize: config.MAX_HEADER_BYTES,

@@ -2,7 +2,7 @@ import express from 'express';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
-import { type InternalCaller, type ReadinessCheck, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import { type InternalCaller, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
 import { errorHandler } from './http/errorHandler';
 import { internalRoutes, publicRoutes } from './http/sessionRoutes';
 import type { SessionService } from './sessions/SessionService';
@@ -17,13 +17,11 @@ export interface SessionAppDeps {
   internalCallers: InternalCaller[];
   /** Limits /sessions per api key and client address; null: no limits. */
   rateLimiter: RequestRateLimiter | null;
-  readiness: ReadinessCheck[];
-  isDraining: () => boolean;
 }
 
 /** The session-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: SessionAppDeps): express.Express {
-  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics, readiness: deps.readiness, isDraining: deps.isDraining });
+  const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
   app.use('/internal', requireInternalSecret(deps.internalCallers), internalRoutes(deps.sessions));
   if (deps.rateLimiter) app.use('/sessions', deps.rateLimiter.middleware());
   app.use(publicRoutes(deps.sessions, deps.apiKeys));

@@ -9,7 +9,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   });
   const c = parseEnv(
     {
-      ...serviceSettings({ port: 8083, shutdownGraceMs: 30_000 }),
+      ...serviceSettings({ port: 8083, adminPort: 9467, shutdownGraceMs: 30_000 }),
       ...mongoSettings('sessions'),
       REDIS_URL: env.redisUrl(),
       /** Longest wait for one Redis command's answer. */

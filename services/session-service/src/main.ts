@@ -13,7 +13,7 @@ import { SessionRepository } from './store/SessionRepository';
 startService({
   name: 'session-service',
   loadConfig,
-  build: async ({ config, logger, isDraining }) => {
+  build: async ({ config, logger }) => {
     const mongo = await connectMongo(config, 50);
     const repo = new SessionRepository(mongo.db);
     await repo.ensureIndexes();
@@ -45,16 +45,17 @@ startService({
       apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
       internalCallers: internalCallers({ authService: config.INTERNAL_SECRET_AUTH_SERVICE, contentService: config.INTERNAL_SECRET_CONTENT_SERVICE }),
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
-      isDraining,
-      // Redis is left out on purpose: without it sids are still validated from MongoDB.
-      // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
-      readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }],
     });
     const onShutdown = async () => {
       await sweeper.stop();
       await closeRedis(redis);
       await mongo.client.close();
     };
-    return { app, onShutdown };
+    return {
+      app,
+      // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
+      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }] },
+      onShutdown,
+    };
   },
 });
