@@ -38,6 +38,11 @@ export interface ContentClientOptions {
    * into S3; other sizes are staged by the service (slower). Smaller sizes are for tests.
    */
   partSize?: number;
+  /**
+   * Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY (or their lower-case forms) are read from, as
+   * curl and most HTTP clients do: default `process.env`; `null` for no proxy at all.
+   */
+  proxyEnv?: Record<string, string | undefined> | null;
 }
 
 export interface Progress {
@@ -92,12 +97,13 @@ export interface ContentStatus {
  * session refresh. A 401 with a refresh token at hand refreshes the session once and retries.
  */
 export class ContentClient {
-  readonly transport = new Transport();
+  readonly transport: Transport;
   private readonly session: Session;
   private readonly api: ApiCalls;
   private readonly partSize: number;
 
   constructor(options: ContentClientOptions) {
+    this.transport = new Transport(options.proxyEnv === undefined ? process.env : options.proxyEnv);
     const base = new URL(options.baseUrl);
     const retries = new RetryPolicy({ retryForMs: options.retryForMs, onRetry: options.onRetry });
     this.session = new Session(this.transport, base, options.credentials, options, retries);

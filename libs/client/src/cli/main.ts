@@ -128,6 +128,7 @@ export async function run(
     credentials: credentials ?? { kind: 'bearer', token: '' },
     onCredentials: save,
     retryForMs,
+    proxyEnv: env,
     onRetry: (notice) => (view ?? (view = progressView(command ?? '', err, mode))).waiting(notice),
   });
   const abort = new AbortController();
