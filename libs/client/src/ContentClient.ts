@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { names, type UploadState } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
@@ -84,7 +85,7 @@ export interface DownloadOptions {
 }
 
 export interface ContentStatus {
-  state: 'uploading' | 'ready';
+  state: UploadState;
   total: number | null;
   received: ByteRange[];
   etag: string | null;
@@ -122,13 +123,13 @@ export class ContentClient {
 
   async status(owner: string, id: string, signal?: AbortSignal): Promise<ContentStatus> {
     const res = await this.api.call({ method: 'HEAD', url: this.api.url(`/v1/${owner}/contents/${id}`), headers: {}, signal });
-    const total = res.headers['x-content-total'];
+    const total = header(res, names.contentTotal);
     return {
-      state: res.headers['x-upload-state'] === 'ready' ? 'ready' : 'uploading',
-      total: typeof total === 'string' && total !== '' ? Number(total) : null,
-      received: parseReceivedRanges(header(res, 'x-received-ranges')),
-      etag: header(res, 'etag') ?? null,
-      contentType: header(res, 'content-type') ?? null,
+      state: header(res, names.uploadState) === 'ready' ? 'ready' : 'uploading',
+      total: total !== undefined && total !== '' ? Number(total) : null,
+      received: parseReceivedRanges(header(res, names.receivedRanges)),
+      etag: header(res, names.etag) ?? null,
+      contentType: header(res, names.answerContentType) ?? null,
     };
   }
 
@@ -191,12 +192,12 @@ export class ContentClient {
         headers: {},
         headersFor: () => {
           written();
-          return { range: `bytes=${from}-${c.end}` };
+          return { [names.range]: `bytes=${from}-${c.end}` };
         },
         signal: opts.signal,
         sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
       });
-      const cr = header(res, 'content-range');
+      const cr = header(res, names.answerContentRange);
       if (res.status !== 206 || cr !== `bytes ${from}-${c.end}/${total}`) throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
       done += c.end - from + 1;
       journal.add(c.i);
