@@ -547,6 +547,16 @@ export interface components {
         'application/json; charset=utf-8': components['schemas']['CodeError'];
       };
     };
+    /** @description `UpstreamTimeout`: the service behind the gateway did not answer within the gateway's upstream timeout. */
+    CodeUpstreamTimeout: {
+      headers: {
+        'Retry-After': components['headers']['Retry-After'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json; charset=utf-8': components['schemas']['CodeError'];
+      };
+    };
   };
   parameters: {
     /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
@@ -865,6 +875,14 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description The content-service did not answer within the gateway's upstream timeout. */
+      504: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
     };
   };
   AuthenticateByCert: {
@@ -965,6 +983,7 @@ export interface operations {
       429: components['responses']['TooManyRequests'];
       500: components['responses']['CodeInternalError'];
       503: components['responses']['CodeUnavailable'];
+      504: components['responses']['CodeUpstreamTimeout'];
     };
   };
   ApproveCert: {
@@ -1041,6 +1060,7 @@ export interface operations {
           'application/json; charset=utf-8': components['schemas']['CodeError'];
         };
       };
+      504: components['responses']['CodeUpstreamTimeout'];
     };
   };
   RefreshSession: {
@@ -1095,6 +1115,7 @@ export interface operations {
       429: components['responses']['TooManyRequests'];
       500: components['responses']['CodeInternalError'];
       503: components['responses']['CodeUnavailable'];
+      504: components['responses']['CodeUpstreamTimeout'];
     };
   };
   Health: {
