@@ -1,4 +1,5 @@
 import { request as httpRequest, Agent } from 'node:http';
+import { recordExchange } from './contract';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
@@ -20,7 +21,11 @@ export function send(method: string, url: string, headers: Record<string, string
     const req = httpRequest(url, { method, headers: h, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('end', () => {
+        const answer = { status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) };
+        recordExchange(method, url, answer.status, answer.headers, answer.body);
+        resolve(answer);
+      });
       res.on('error', reject);
     });
     req.on('error', reject);

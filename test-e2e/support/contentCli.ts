@@ -12,9 +12,15 @@ export interface CliRun {
   stderrMatches(pattern: RegExp): Promise<string>;
 }
 
+/** The proxy variables, unset: tests against 127.0.0.1 must not go through a proxy of the machine's. */
+export const NO_PROXY_VARS = { HTTP_PROXY: '', http_proxy: '', HTTPS_PROXY: '', https_proxy: '', NO_PROXY: '', no_proxy: '' };
+
 /** Starts `content ...`; `stdin` is piped in when given. */
 export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: Buffer } = {}): CliRun {
-  const child = spawn(process.execPath, [CONTENT_CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, CONTENT_TOKEN: '', ...opts.env } });
+  const child = spawn(process.execPath, [CONTENT_CLI, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...NO_PROXY_VARS, CONTENT_TOKEN: '', ...opts.env },
+  });
   let stdout = '';
   let stderr = '';
   const waiters: { pattern: RegExp; resolve: (s: string) => void }[] = [];

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import { recordExchange } from './contract';
 import { testStack } from './stack';
 
 export const P = 64 * 1024 * 1024;
@@ -17,15 +18,16 @@ export interface Answer {
   json: () => any; // eslint-disable-line @typescript-eslint/no-explicit-any -- test helper over arbitrary bodies
 }
 
-async function answer(res: Response): Promise<Answer> {
+async function answer(method: string, url: string, res: Response): Promise<Answer> {
   const body = Buffer.from(await res.arrayBuffer());
+  recordExchange(method, url, res.status, res.headers, body);
   return { status: res.status, headers: res.headers, body, json: () => JSON.parse(body.toString('utf8')) };
 }
 
 export async function call(url: string, init: RequestInit & { token?: string } = {}): Promise<Answer> {
   const headers = new Headers(init.headers);
   if (init.token) headers.set('authorization', `Bearer ${init.token}`);
-  return answer(await fetch(url, { ...init, headers }));
+  return answer(init.method ?? 'GET', url, await fetch(url, { ...init, headers }));
 }
 
 /** POST a part (or with range null, the whole content). */
@@ -76,7 +78,14 @@ export function rawRequest(
       let rest = text.slice(split + 4);
       if (/chunked/i.test(headers['transfer-encoding'] ?? '')) rest = dechunk(rest);
       else if (headers['content-length']) rest = rest.slice(0, Number(headers['content-length']));
-      resolve({ status: Number(statusLine!.split(' ')[1]), headers, body: rest });
+      const status = Number(statusLine!.split(' ')[1]);
+      try {
+        const [method, target] = head.split(/\s+/);
+        recordExchange(method!, new URL(target!, gatewayUrl).href, status, headers, rest);
+      } catch {
+        /* a request line no URL can be made of (bad-input tests send such): nothing to record */
+      }
+      resolve({ status, headers, body: rest });
     };
     socket.on('end', finish);
     socket.write(head.replace(/\n/g, '\r\n').replace(/\r\r/g, '\r') + '\r\n\r\n');

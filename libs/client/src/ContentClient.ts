@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { names, type UploadState } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
@@ -38,6 +39,11 @@ export interface ContentClientOptions {
    * into S3; other sizes are staged by the service (slower). Smaller sizes are for tests.
    */
   partSize?: number;
+  /**
+   * Where HTTPS_PROXY, HTTP_PROXY and NO_PROXY (or their lower-case forms) are read from, as
+   * curl and most HTTP clients do: default `process.env`; `null` for no proxy at all.
+   */
+  proxyEnv?: Record<string, string | undefined> | null;
 }
 
 export interface Progress {
@@ -79,7 +85,7 @@ export interface DownloadOptions {
 }
 
 export interface ContentStatus {
-  state: 'uploading' | 'ready';
+  state: UploadState;
   total: number | null;
   received: ByteRange[];
   etag: string | null;
@@ -92,12 +98,13 @@ export interface ContentStatus {
  * session refresh. A 401 with a refresh token at hand refreshes the session once and retries.
  */
 export class ContentClient {
-  readonly transport = new Transport();
+  readonly transport: Transport;
   private readonly session: Session;
   private readonly api: ApiCalls;
   private readonly partSize: number;
 
   constructor(options: ContentClientOptions) {
+    this.transport = new Transport(options.proxyEnv === undefined ? process.env : options.proxyEnv);
     const base = new URL(options.baseUrl);
     const retries = new RetryPolicy({ retryForMs: options.retryForMs, onRetry: options.onRetry });
     this.session = new Session(this.transport, base, options.credentials, options, retries);
@@ -116,13 +123,13 @@ export class ContentClient {
 
   async status(owner: string, id: string, signal?: AbortSignal): Promise<ContentStatus> {
     const res = await this.api.call({ method: 'HEAD', url: this.api.url(`/v1/${owner}/contents/${id}`), headers: {}, signal });
-    const total = res.headers['x-content-total'];
+    const total = header(res, names.contentTotal);
     return {
-      state: res.headers['x-upload-state'] === 'ready' ? 'ready' : 'uploading',
-      total: typeof total === 'string' && total !== '' ? Number(total) : null,
-      received: parseReceivedRanges(header(res, 'x-received-ranges')),
-      etag: header(res, 'etag') ?? null,
-      contentType: header(res, 'content-type') ?? null,
+      state: header(res, names.uploadState) === 'ready' ? 'ready' : 'uploading',
+      total: total !== undefined && total !== '' ? Number(total) : null,
+      received: parseReceivedRanges(header(res, names.receivedRanges)),
+      etag: header(res, names.etag) ?? null,
+      contentType: header(res, names.answerContentType) ?? null,
     };
   }
 
@@ -185,12 +192,12 @@ export class ContentClient {
         headers: {},
         headersFor: () => {
           written();
-          return { range: `bytes=${from}-${c.end}` };
+          return { [names.range]: `bytes=${from}-${c.end}` };
         },
         signal: opts.signal,
         sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
       });
-      const cr = header(res, 'content-range');
+      const cr = header(res, names.answerContentRange);
       if (res.status !== 206 || cr !== `bytes ${from}-${c.end}/${total}`) throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
       done += c.end - from + 1;
       journal.add(c.i);

@@ -1,3 +1,4 @@
+import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
 import { ContentStateError, IntegrityError } from './errors';
 import type { PartSource, SourcePart } from './PartSources';
@@ -10,7 +11,7 @@ import type { ContentStatus, UploadOptions } from './ContentClient';
  * total when it was known beforehand, else `*`; the last part names it. Returns the content id.
  */
 export async function uploadParts(api: ApiCalls, source: PartSource, opts: UploadOptions, status: (id: string) => Promise<ContentStatus>): Promise<string> {
-  const contentHeaders: Record<string, string> = { 'content-type': opts.contentType ?? 'application/octet-stream' };
+  const contentHeaders: Record<string, string> = { [names.contentType]: opts.contentType ?? 'application/octet-stream' };
   const known = source.size;
   const { parts } = source;
   let total: number | null = known;
@@ -26,7 +27,14 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
     if (known !== null && known !== total) throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
   };
   const send = (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) =>
-    api.call({ method, url: api.url(path), headers: { ...headers, 'content-range': rangeOf(p) }, body: p.body, contentLength: p.length, signal: opts.signal });
+    api.call({
+      method,
+      url: api.url(path),
+      headers: { ...headers, [names.contentRange]: rangeOf(p) },
+      body: p.body,
+      contentLength: p.length,
+      signal: opts.signal,
+    });
 
   let id = opts.resume;
   let received: { start: number; end: number }[] = [];
@@ -57,13 +65,13 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
       });
       total = 0;
       advance(0);
-      return (JSON.parse(res.text) as { id: string }).id;
+      return (JSON.parse(res.text) as UploadCreated).id;
     }
     const p = first.value;
     checkLength(p);
     const res = await send('POST', `/v1/${opts.owner}/contents`, p, contentHeaders);
     await p.release();
-    id = (JSON.parse(res.text) as { id: string }).id;
+    id = (JSON.parse(res.text) as UploadCreated).id;
     advance(p.length);
     if (p.last) return id;
   }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { names, type CertChallenge, type SessionPairAnswer } from './api';
 import { certificateDer, checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 import type { RetryPolicy } from './RetryPolicy';
 import type { Received, Sent, Transport } from './transport';
@@ -54,19 +55,19 @@ export class Session {
       contentLength: Buffer.byteLength(opts.certificatePem),
       signal: opts.signal,
     });
-    const { EncryptedKey, Link } = JSON.parse(challenge.text) as { EncryptedKey: string; Link: { Href: string } };
+    const { EncryptedKey, Link } = JSON.parse(challenge.text) as CertChallenge;
     const rnd = await decryptEncryptedKey(EncryptedKey, opts.certificatePem, opts.privateKeyPem);
     const thumbprint =
-      new URL(Link.Href).searchParams.get('thumbprint') ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
+      new URL(Link.Href).searchParams.get(names.thumbprint) ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
     const approved = await this.send({
       method: 'POST',
-      url: this.url(`/auth/v5.13/approve-cert?thumbprint=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`),
+      url: this.url(`/auth/v5.13/approve-cert?${names.thumbprint}=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`),
       headers: { 'content-type': 'application/octet-stream' },
       body: () => rnd,
       contentLength: rnd.length,
       signal: opts.signal,
     });
-    const pair = JSON.parse(approved.text) as { Sid: string; RefreshToken: string };
+    const pair = JSON.parse(approved.text) as SessionPairAnswer;
     this.credentials = { kind: 'session', sid: pair.Sid, refreshToken: pair.RefreshToken, apiKey: opts.apiKey };
     this.options.onCredentials?.(this.credentials);
     return { sid: pair.Sid, refreshToken: pair.RefreshToken };
@@ -87,11 +88,11 @@ export class Session {
     const res = await this.send({
       method: 'POST',
       url: this.url('/sessions/v5.13/sessions/refresh'),
-      headers: { authorization: `auth.sid ${c.sid}`, 'x-refresh-token': c.refreshToken, 'x-kontur-apikey': c.apiKey },
+      headers: { authorization: `auth.sid ${c.sid}`, [names.refreshToken]: c.refreshToken, 'x-kontur-apikey': c.apiKey },
       contentLength: 0,
       signal,
     });
-    const pair = JSON.parse(res.text) as { Sid: string; RefreshToken: string };
+    const pair = JSON.parse(res.text) as SessionPairAnswer;
     this.credentials = { kind: 'session', sid: pair.Sid, refreshToken: pair.RefreshToken, apiKey: c.apiKey };
     this.options.onCredentials?.(this.credentials);
     return { sid: pair.Sid, refreshToken: pair.RefreshToken };

@@ -1,3 +1,5 @@
+import type { CodeError, ContentsError } from './api';
+
 /** An error answer of the API, in either of its formats (/v1 kebab-case or /auth PascalCase). */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -29,7 +31,8 @@ export class ApiError extends Error {
     let message = body.slice(0, 300) || `HTTP ${status}`;
     let trackId: string | null = null;
     try {
-      const parsed = JSON.parse(body) as Record<string, unknown>;
+      // Any JSON may come (a proxy's error page): each field is checked before it is used.
+      const parsed = JSON.parse(body) as { [K in keyof ContentsError | keyof CodeError]?: unknown };
       if (typeof parsed.id === 'string') code = parsed.id.replace(/^urn:error:contents:/, '');
       if (typeof parsed.Code === 'string') code = parsed.Code;
       if (typeof parsed.message === 'string') message = parsed.message;

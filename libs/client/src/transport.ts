@@ -22,12 +22,27 @@ export interface Received {
   text: string;
 }
 
-/** HTTP/1.1 with kept-alive connections; error answers become ApiError, failures TransportError. */
+/** Where HTTP_PROXY, HTTPS_PROXY and NO_PROXY (or their lower-case forms, which win) are read from. */
+export type ProxyEnv = Record<string, string | undefined>;
+
+/**
+ * HTTP/1.1 with kept-alive connections; error answers become ApiError, failures TransportError.
+ * Every request goes through one of its two agents, which apply the proxy variables of `proxyEnv`
+ * (Node's own proxy support: plain HTTP is forwarded, HTTPS tunnelled with CONNECT; NO_PROXY
+ * hosts go direct). Bodies stream through a proxy as they do without one.
+ */
 export class Transport {
-  private readonly http = new HttpAgent({ keepAlive: true, maxSockets: 64 });
-  private readonly https = new HttpsAgent({ keepAlive: true, maxSockets: 64 });
+  private readonly http: HttpAgent;
+  private readonly https: HttpsAgent;
   /** Requests sent, retries included (tests count them). */
   requests = 0;
+
+  constructor(proxyEnv: ProxyEnv | null = null) {
+    // `proxyEnv: undefined` would let NODE_USE_ENV_PROXY decide; an explicit object (empty: no proxy) does not.
+    const proxy = { proxyEnv: proxyVariables(proxyEnv) };
+    this.http = new HttpAgent({ keepAlive: true, maxSockets: 64, ...proxy });
+    this.https = new HttpsAgent({ keepAlive: true, maxSockets: 64, ...proxy });
+  }
 
   async send(req: Sent): Promise<Received> {
     this.requests++;
@@ -90,4 +105,16 @@ export class Transport {
     this.http.destroy();
     this.https.destroy();
   }
+}
+
+const PROXY_VARIABLES = ['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy', 'NO_PROXY', 'no_proxy'];
+
+/** Only the proxy variables of an environment (a copy: later changes to it do not count). */
+export function proxyVariables(env: ProxyEnv | null): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const name of PROXY_VARIABLES) {
+    const value = env?.[name];
+    if (value !== undefined && value !== '') picked[name] = value;
+  }
+  return picked;
 }

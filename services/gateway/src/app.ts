@@ -31,6 +31,9 @@ export function buildApp(deps: GatewayDeps): express.Express {
   app.use(docsRoutes());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
+  // http-proxy ends a request past proxyTimeout with abort(), whose error is a plain ECONNRESET:
+  // the requests whose upstream went silent are noted here so they get 504, not 503.
+  const timedOut = new WeakSet<IncomingMessage>();
   const proxies = new Map<Upstream, ProxyHandler>();
   for (const [name, target] of Object.entries(deps.upstreams) as [Upstream, string][]) {
     proxies.set(
@@ -43,8 +46,11 @@ export function buildApp(deps: GatewayDeps): express.Express {
         on: {
           // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
           // body byte; Node would otherwise hold the head back until the first body chunk.
-          proxyReq: (proxyReq) => proxyReq.flushHeaders(),
-          error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
+          proxyReq: (proxyReq, req) => {
+            proxyReq.flushHeaders();
+            proxyReq.once('timeout', () => timedOut.add(req));
+          },
+          error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res, timedOut.has(req)),
         },
       }),
     );
@@ -63,14 +69,14 @@ export function buildApp(deps: GatewayDeps): express.Express {
   return app;
 }
 
-function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
+function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket, silent: boolean): void {
   const code = (error as NodeJS.ErrnoException).code;
   logger.warn({ reqId: req.id, upstream, code, err: error.message }, 'upstream failed');
   if (!('setHeader' in res) || res.headersSent) {
     res.destroy();
     return;
   }
-  const timedOut = code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
+  const timedOut = silent || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
   const failure = timedOut
     ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
     : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 import { fstatSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ContentClient, type Credentials, type Progress } from '../ContentClient';
 import { ApiError, ContentStateError, CredentialsFileError, IntegrityError, RetriesExhaustedError, TransportError } from '../errors';
 import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
 import { parseDuration } from './duration';
-import { defaultConfigPath, readConfig, writeConfig, type SavedConfig } from './config';
+import { defaultConfigPath, readConfig, resolveSettings, writeConfig, type SavedConfig } from './config';
 import { progressView, type ProgressView } from './progress';
 
 const USAGE = `usage: content <command> [options]
@@ -17,22 +18,33 @@ commands:
   download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
   status <id>
   refresh                                            rotate the saved session
+  --version, -V                                      print the version
+  --help, -h                                         print this
 
-options for every command:
-  --url <gateway>      the API (default: saved, else $CONTENT_URL, else http://127.0.0.1:8080)
-  --owner <uuid>       the owner to act for (default: saved, else $CONTENT_OWNER)
+options for every command (a flag beats its environment variable, which beats the saved login):
+  --url <gateway>      the API (default: $CONTENT_URL, else saved, else http://127.0.0.1:8080)
+  --owner <uuid>       the owner to act for (default: $CONTENT_OWNER, else saved)
   --token <jwt>        a Bearer token instead of the saved session (also $CONTENT_TOKEN)
   --json               machine-readable output on stdout, no progress
-  --config <file>      where the session is saved (default ~/.config/content-platform/config.json)
+  --config <file>      where the session is saved (default $XDG_CONFIG_HOME/content-platform/config.json,
+                       $XDG_CONFIG_HOME defaulting to ~/.config; written with mode 0600)
   --retry-for <time>   how long each request (each part) keeps being retried while the service is
                        unavailable (503, 429, 408, 502, 504, refused or broken connections): 30s, 5m ...
                        (default 2m; 0 for no retries)
+
+environment: CONTENT_URL, CONTENT_OWNER, CONTENT_TOKEN; HTTPS_PROXY, HTTP_PROXY and NO_PROXY (or
+lower case) send requests through a proxy
 
 exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403, unusable --cert/--key), 4 not found, 5 conflict or
 refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
 (length or SHA-256 of a download, length of an upload stream), 130 interrupted`;
 
 class UsageError extends Error {}
+
+/** This package's version (package.json is two levels up from both src/cli and dist/cli). */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+}
 
 /** Standard input's length when it is a regular file (`< file`); a pipe has none. */
 function stdinSize(): number | undefined {
@@ -73,6 +85,7 @@ export async function run(
         restart: { type: 'boolean', default: false },
         'retry-for': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
+        version: { type: 'boolean', short: 'V', default: false },
       },
     });
   } catch (error) {
@@ -81,22 +94,26 @@ export async function run(
   }
   const { values: o, positionals } = parsed;
   const [command, ...rest] = positionals;
+  if (o.version) {
+    out.write(o.json ? `${JSON.stringify({ version: packageVersion() })}\n` : `${packageVersion()}\n`);
+    return 0;
+  }
   if (o.help || !command) {
     (o.help ? out : err).write(`${USAGE}\n`);
     return o.help ? 0 : 2;
   }
   const configPath = o.config ?? defaultConfigPath(env);
   const saved = readConfig(configPath);
-  const url = o.url ?? saved.url ?? env.CONTENT_URL ?? 'http://127.0.0.1:8080';
-  const owner = o.owner ?? saved.owner ?? env.CONTENT_OWNER;
-  const token = o.token ?? env.CONTENT_TOKEN;
+  const { url, owner, token } = resolveSettings(o, env, saved);
   const credentials: Credentials | null = token
     ? { kind: 'bearer', token }
     : saved.sid
       ? { kind: 'session', sid: saved.sid, refreshToken: saved.refreshToken, apiKey: saved.apiKey }
       : null;
+  // A refreshed session replaces the saved one; the saved url and owner stay (a --url or
+  // $CONTENT_URL of this run is not the login's).
   const save = (c: Credentials) => {
-    if (c.kind === 'session') writeConfig(configPath, { ...readConfig(configPath), url, owner, sid: c.sid, refreshToken: c.refreshToken, apiKey: c.apiKey });
+    if (c.kind === 'session') writeConfig(configPath, { ...readConfig(configPath), sid: c.sid, refreshToken: c.refreshToken, apiKey: c.apiKey });
   };
   const retryForMs = o['retry-for'] === undefined ? DEFAULT_RETRY_FOR_MS : parseDuration(o['retry-for']);
   if (retryForMs === null) {
@@ -111,6 +128,7 @@ export async function run(
     credentials: credentials ?? { kind: 'bearer', token: '' },
     onCredentials: save,
     retryForMs,
+    proxyEnv: env,
     onRetry: (notice) => (view ?? (view = progressView(command ?? '', err, mode))).waiting(notice),
   });
   const abort = new AbortController();

@@ -1,0 +1,47 @@
+// The parts of the API the client sends and reads, taken from the types generated from
+// services/gateway/openapi.yaml (src/generated/openapi.ts; `pnpm --filter @cp/client
+// generate:types`). A field, header or parameter renamed in the description stops the client
+// from compiling until it follows.
+import type { components, operations } from './generated/openapi';
+
+type Operation = keyof operations;
+type Answer<Op extends Operation, Status extends keyof operations[Op]['responses']> = operations[Op]['responses'][Status];
+type JsonOf<A> = A extends { content: infer C } ? C[keyof C] : never;
+/** The named keys of a type, without its `[name: string]` index signature. */
+type Named<T> = keyof { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] } & string;
+
+/** `POST /v1/{ownerId}/contents` → 201. */
+export type UploadCreated = JsonOf<Answer<'Upload', 201>>;
+/** `PUT /v1/{ownerId}/contents/{contentId}` → 200 or 201. */
+export type PartStored = JsonOf<Answer<'UploadByParts', 200>>;
+/** `POST /auth/v5.13/authenticate-by-cert` → 200. */
+export type CertChallenge = JsonOf<Answer<'AuthenticateByCert', 200>>;
+/** `POST /auth/v5.13/approve-cert` and `POST /sessions/v5.13/sessions/refresh` → 200. */
+export type SessionPairAnswer = JsonOf<Answer<'ApproveCert', 200>> & JsonOf<Answer<'RefreshSession', 200>>;
+/** The error body of /v1. */
+export type ContentsError = components['schemas']['ContentsError'];
+/** The error body of /auth and /sessions. */
+export type CodeError = components['schemas']['CodeError'];
+/** `X-Upload-State` of `HEAD /v1/{ownerId}/contents/{contentId}`. */
+export type UploadState = Answer<'UploadStatus', 200>['headers']['X-Upload-State'];
+
+const lower = <N extends string>(name: N): Lowercase<N> => name.toLowerCase() as Lowercase<N>;
+const requestHeader = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['header']>>) => lower(name);
+const queryParameter = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['query']>>) => name;
+const statusHeader = (name: Named<Answer<'UploadStatus', 200>['headers']>) => lower(name);
+const downloadHeader = (name: Named<Answer<'Download', 206>['headers']>) => lower(name);
+
+/** Header and parameter names as the client sends them (lower case: Node reports headers so). */
+export const names = {
+  contentRange: requestHeader('UploadByParts', 'Content-Range'),
+  contentType: requestHeader('Upload', 'Content-Type'),
+  range: requestHeader('Download', 'Range'),
+  refreshToken: requestHeader('RefreshSession', 'X-Refresh-Token'),
+  thumbprint: queryParameter('ApproveCert', 'thumbprint'),
+  uploadState: statusHeader('X-Upload-State'),
+  contentTotal: statusHeader('X-Content-Total'),
+  receivedRanges: statusHeader('X-Received-Ranges'),
+  etag: statusHeader('ETag'),
+  answerContentType: statusHeader('Content-Type'),
+  answerContentRange: downloadHeader('Content-Range'),
+} as const;

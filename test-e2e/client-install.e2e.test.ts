@@ -1,0 +1,85 @@
+// @cp/client as people install it: `npm pack` in libs/client (its prepack builds it), then
+// `npm install -g <tarball> --prefix <dir>`, and the `content` on that prefix's PATH; and
+// `pnpm content` from the workspace root.
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { NO_PROXY_VARS } from './support/contentCli';
+import { ROOT } from './support/signin';
+import { testStack, tokenFor } from './support/stack';
+
+const run = promisify(execFile);
+const CLIENT = join(ROOT, 'libs', 'client');
+const manifest = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { name: string; version: string };
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+describe('the content command line, installed', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cp-client-install-'));
+  const prefix = join(dir, 'global');
+  let tarball: string;
+  let packed: { path: string; mode: number }[];
+  const env = { ...process.env, ...NO_PROXY_VARS, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+  const installed = join(prefix, 'bin', 'content');
+
+  beforeAll(async () => {
+    const { stdout } = await run('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: CLIENT, env });
+    const [info] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string; mode: number }[] }[];
+    tarball = join(dir, info!.filename);
+    packed = info!.files;
+    await run('npm', ['install', '-g', tarball, '--prefix', prefix], { env });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('packs dist (no source maps), README and LICENSE only, with an executable bin that starts with a shebang', async () => {
+    const paths = packed.map((f) => f.path);
+    expect(paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p)).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
+    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/generated/openapi.d.ts']));
+    expect(packed.find((f) => f.path === 'dist/cli/main.js')!.mode & 0o111).toBe(0o111);
+    // The package's own build marks it executable too.
+    expect(statSync(join(CLIENT, 'dist', 'cli', 'main.js')).mode & 0o100).toBe(0o100);
+    const { stdout } = await run('tar', ['-xzOf', tarball, 'package/dist/cli/main.js']);
+    expect(stdout.split('\n')[0]).toBe('#!/usr/bin/env node');
+  });
+
+  it('is a publishable package: not private, licensed, with an exports map that has its types', () => {
+    const pkg = JSON.parse(readFileSync(join(prefix, 'lib', 'node_modules', manifest.name, 'package.json'), 'utf8'));
+    expect(pkg).toMatchObject({ name: '@cp/client', license: 'MIT', bin: { content: 'dist/cli/main.js' }, exports: { '.': { types: './dist/index.d.ts' } } });
+    expect(pkg.private).toBeUndefined();
+    expect(readFileSync(join(prefix, 'lib', 'node_modules', manifest.name, 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
+  });
+
+  it('`content --version` and `-V` print the package version', async () => {
+    expect((await run(installed, ['--version'], { env })).stdout).toBe(`${manifest.version}\n`);
+    expect((await run(installed, ['-V'], { env })).stdout).toBe(`${manifest.version}\n`);
+  });
+
+  it('uploads and downloads with the installed command, its settings from the environment', async () => {
+    const owner = randomUUID();
+    const data = randomBytes(1024 * 1024 + 3);
+    const file = join(dir, 'up.bin');
+    writeFileSync(file, data);
+    const settings = { ...env, CONTENT_URL: testStack().gatewayUrl, CONTENT_OWNER: owner, CONTENT_TOKEN: await tokenFor([owner]), XDG_CONFIG_HOME: dir };
+    const up = await run(installed, ['upload', file, '--json'], { env: settings });
+    const { id } = JSON.parse(up.stdout) as { id: string };
+    const down = await run(installed, ['download', id, join(dir, 'down.bin'), '--sha256', sha256(data), '--json'], { env: settings });
+    expect(JSON.parse(down.stdout)).toMatchObject({ bytes: data.length, sha256: sha256(data) });
+  });
+
+  it('is a library with one entry point: `require("@cp/client")` works, its internals are not exported', async () => {
+    const script = [
+      "const c = require('@cp/client');",
+      "if (typeof c.ContentClient !== 'function') throw new Error('no ContentClient');",
+      "console.log(require('@cp/client/package.json').version);",
+      "try { require('@cp/client/dist/transport'); console.log('exported'); } catch (e) { console.log(e.code); }",
+    ].join('\n');
+    const { stdout } = await run(process.execPath, ['-e', script], { cwd: join(prefix, 'lib'), env });
+    expect(stdout).toBe(`${manifest.version}\nERR_PACKAGE_PATH_NOT_EXPORTED\n`);
+  });
+
+  it('`pnpm content --version` runs it from the workspace root', async () => {
+    expect((await run('pnpm', ['--silent', 'content', '--version'], { cwd: ROOT, env })).stdout).toBe(`${manifest.version}\n`);
+  });
+});

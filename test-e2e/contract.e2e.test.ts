@@ -1,0 +1,265 @@
+// The running system against its contract, services/gateway/openapi.yaml: calls for every operation
+// and for each documented status that can be brought about from outside (through the test stack's
+// gateway, a gateway whose services are down (503), one whose services never answer (504), and
+// sign-in services with tight rate limits (429)). Every answer the helpers saw is checked: status
+// documented for its operation, body valid against the response schema, documented headers present
+// and well-formed. Operations and statuses nothing exercised are printed; an /v1, /auth or
+// /sessions operation that nothing exercised fails the test.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Contract, startRecording, stopRecording, type Exchange } from './support/contract';
+import { call, contentsUrl, download, newOwner, postPart, putPart, rawRequest } from './support/http';
+import { TestPki, type Issued } from './support/pki';
+import { closedPort } from './support/proxies';
+import { startService, type ServiceHandle } from './support/replicas';
+import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, signIn } from './support/signin';
+import { testStack, tokenFor } from './support/stack';
+
+const P = 64 * 1024 * 1024;
+const GiB30 = 30 * 2 ** 30;
+
+describe('the API contract (openapi.yaml) against the running system', () => {
+  let contract: Contract;
+  let exchanges: Exchange[];
+  const started: ServiceHandle[] = [];
+  let silent: Server | null = null;
+  const owner = newOwner();
+  let token: string;
+  let otherToken: string;
+
+  beforeAll(async () => {
+    contract = await Contract.load();
+    exchanges = startRecording();
+    token = await tokenFor([owner]);
+    otherToken = await tokenFor([randomUUID()]);
+  });
+
+  afterAll(async () => {
+    stopRecording();
+    await Promise.all(started.map((s) => s.stop()));
+    silent?.closeAllConnections();
+    await new Promise((resolve) => (silent ? silent.close(resolve) : resolve(undefined)));
+  });
+
+  /** Runs `calls`, then checks every answer they got against the contract; returns their `operationId status`. */
+  async function conforming(calls: () => Promise<unknown>): Promise<string[]> {
+    const from = exchanges.length;
+    await calls();
+    const mine = exchanges.slice(from);
+    const findings = mine.flatMap((e) => contract.check(e).map((problem) => `${e.method} ${new URL(e.url).pathname} → ${e.status}: ${problem}`));
+    expect(findings).toEqual([]);
+    return mine.map((e) => `${contract.operationFor(e.method, new URL(e.url).pathname)?.operationId} ${e.status}`);
+  }
+
+  const head = (url: string, auth?: string) => call(url, { method: 'HEAD', token: auth });
+  const host = () => new URL(testStack().gatewayUrl).host;
+
+  it('Upload (POST /v1/{ownerId}/contents): 201, 400, 401, 403, 411, 413', async () => {
+    const got = await conforming(async () => {
+      await postPart(owner, token, randomBytes(10), null, 'text/plain');
+      await postPart(owner, token, randomBytes(10), 'bytes 0-9/20');
+      await postPart(owner, token, randomBytes(10), 'bytes 9-1/10');
+      await postPart(owner, token, randomBytes(10), null, 'not a media type');
+      await postPart(owner, '', randomBytes(10), null);
+      await call(contentsUrl(owner), { method: 'POST', body: randomBytes(10), headers: { authorization: 'Bearer not.a.jwt' } });
+      await postPart(owner, otherToken, randomBytes(10), null);
+      await rawRequest(`POST /v1/${owner}/contents HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nContent-Range: bytes 0-9/10\nConnection: close`);
+      await rawRequest(
+        `POST /v1/${owner}/contents HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nContent-Length: ${P + 1}\nConnection: close`,
+        randomBytes(1024),
+      );
+      await postPart(owner, token, randomBytes(10), `bytes 0-9/${GiB30 + 1}`);
+    });
+    expect(new Set(got)).toEqual(new Set(['Upload 201', 'Upload 400', 'Upload 401', 'Upload 403', 'Upload 411', 'Upload 413']));
+  });
+
+  it('UploadByParts (PUT): 200, 201, 400, 401, 403, 404, 409, 411, 413', async () => {
+    const got = await conforming(async () => {
+      const { id } = (await postPart(owner, token, randomBytes(10), 'bytes 0-9/30')).json() as { id: string };
+      await putPart(owner, id, token, randomBytes(10), 'bytes 10-19/30');
+      await putPart(owner, id, token, randomBytes(10), 'bytes 20-29/30');
+      const { id: open } = (await postPart(owner, token, randomBytes(10), 'bytes 0-9/30')).json() as { id: string };
+      await putPart(owner, open, token, randomBytes(10), 'bytes 19-10/30');
+      await putPart(owner, open, token, randomBytes(5), 'bytes 10-19/30');
+      await putPart(owner, open, '', randomBytes(10), 'bytes 10-19/30');
+      await putPart(owner, open, otherToken, randomBytes(10), 'bytes 10-19/30');
+      await putPart(owner, randomUUID(), token, randomBytes(10), 'bytes 10-19/30');
+      await putPart(owner, open, token, randomBytes(10), 'bytes 10-19/40');
+      await rawRequest(
+        `PUT /v1/${owner}/contents/${open} HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nContent-Range: bytes 10-19/30\nConnection: close`,
+      );
+      await putPart(owner, open, token, randomBytes(10), `bytes ${GiB30}-${GiB30 + 9}/*`);
+    });
+    expect(new Set(got)).toEqual(
+      new Set(['Upload 201', 'UploadByParts 200', 'UploadByParts 201', ...[400, 401, 403, 404, 409, 411, 413].map((s) => `UploadByParts ${s}`)]),
+    );
+  });
+
+  it('Download (GET): 200, 206, 400, 401, 403, 404, 409, 416; UploadStatus (HEAD): 200, 400, 401, 403, 404', async () => {
+    const got = await conforming(async () => {
+      const { id: ready } = (await postPart(owner, token, randomBytes(100), null, 'application/pdf')).json() as { id: string };
+      const { id: open } = (await postPart(owner, token, randomBytes(10), 'bytes 0-9/30')).json() as { id: string };
+      await download(owner, ready, token);
+      await download(owner, ready, token, 'bytes 0-9/100');
+      await download(owner, ready, token, 'bytes=10-19');
+      await download(owner, ready, token, 'bytes=-5');
+      await download(owner, ready, token, 'bytes=abc');
+      await call(contentsUrl(owner, 'not-a-uuid'), { token });
+      await download(owner, ready, '');
+      await download(owner, ready, otherToken);
+      await download(owner, randomUUID(), token);
+      await download(owner, open, token);
+      await download(owner, ready, token, 'bytes=100-');
+      await head(contentsUrl(owner, ready), token);
+      await head(contentsUrl(owner, open), token);
+      await head(contentsUrl(owner, 'not-a-uuid'), token);
+      await head(contentsUrl(owner, ready));
+      await head(contentsUrl(owner, ready), otherToken);
+      await head(contentsUrl(owner, randomUUID()), token);
+    });
+    expect(new Set(got)).toEqual(
+      new Set([
+        'Upload 201',
+        ...[200, 206, 400, 401, 403, 404, 409, 416].map((s) => `Download ${s}`),
+        ...[200, 400, 401, 403, 404].map((s) => `UploadStatus ${s}`),
+      ]),
+    );
+  });
+
+  describe('sign-in and sessions', () => {
+    const pki = new TestPki();
+    let root: Issued;
+    let user: Issued;
+    let apiKey: string;
+    beforeAll(async () => {
+      root = pki.root('Contract Root');
+      await admin('trust', 'add', '--cert', root.certPath);
+      user = pki.issue('contract-user', root);
+      await registerUser(user, [owner]);
+      apiKey = await newApiKey();
+    });
+
+    it('AuthenticateByCert: 200, 400, 403, 406, 413', async () => {
+      const untrusted = pki.issue('contract-untrusted', pki.root('Contract Untrusted Root'));
+      await registerUser(untrusted);
+      const got = await conforming(async () => {
+        await authenticate(user.pem, { apiKey });
+        await authenticate(user.pem, {});
+        await authenticate(user.pem, { apiKey: 'no-such-key' });
+        await authenticate('not a certificate', { apiKey });
+        await authenticate(untrusted.pem, { apiKey });
+        await authenticate(Buffer.alloc(2 * 1024 * 1024 + 1, 'A'), { apiKey });
+      });
+      expect(new Set(got)).toEqual(new Set([200, 400, 403, 406, 413].map((s) => `AuthenticateByCert ${s}`)));
+    });
+
+    it('ApproveCert: 200, 400, 403, 413; RefreshSession: 200, 400, 403', async () => {
+      const got = await conforming(async () => {
+        const pair = await signIn(user, apiKey);
+        await approve(undefined, randomBytes(48), apiKey);
+        await challenge(user, apiKey);
+        await approve(user.thumbprint, randomBytes(48), apiKey);
+        await approve(user.thumbprint, Buffer.alloc(5000), apiKey);
+        const next = await refresh(pair.Sid, pair.RefreshToken, apiKey);
+        expect(next.status).toBe(200);
+        await refresh(undefined, undefined, apiKey);
+        await refresh(next.json().Sid, randomBytes(32).toString('base64url'), apiKey);
+      });
+      expect(new Set(got)).toEqual(
+        new Set(['AuthenticateByCert 200', ...[200, 400, 403, 413].map((s) => `ApproveCert ${s}`), ...[200, 400, 403].map((s) => `RefreshSession ${s}`)]),
+      );
+    });
+
+    it('AuthenticateByCert, ApproveCert and RefreshSession: 429 over the rate limit', async () => {
+      const stack = testStack();
+      const logDir = join(stack.logDir, 'contract-limits');
+      const limits = { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_KEY_POINTS: '1', RATE_LIMIT_PER_KEY_SECONDS: '60', LOG_LEVEL: 'warn' };
+      const auth = await startService('auth-service', { logDir, env: { ...stack.authEnv, ...limits } });
+      started.push(auth);
+      const session = await startService('session-service', { logDir, env: { ...stack.sessionEnv, ...limits } });
+      started.push(session);
+      const gw = await startService('gateway', {
+        logDir,
+        env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, AUTH_SERVICE_URL: auth.url, SESSION_SERVICE_URL: session.url },
+      });
+      started.push(gw);
+      const got = await conforming(async () => {
+        const limited = await newApiKey();
+        const q = `apiKey=${limited}`;
+        for (let i = 0; i < 3; i++) {
+          await call(`${gw.url}/auth/v5.13/authenticate-by-cert?${q}`, { method: 'POST', body: 'not a certificate' });
+          await call(`${gw.url}/auth/v5.13/approve-cert?thumbprint=${user.thumbprint}&${q}`, { method: 'POST', body: randomBytes(48) });
+          await call(`${gw.url}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=${limited}`, { method: 'POST' });
+        }
+      });
+      expect(got).toEqual(expect.arrayContaining(['AuthenticateByCert 429', 'ApproveCert 429', 'RefreshSession 429']));
+    });
+  });
+
+  it('every operation: 503 from the gateway when its services are down', async () => {
+    const [down1, down2, down3] = [await closedPort(), await closedPort(), await closedPort()];
+    const gw = await startService('gateway', {
+      logDir: join(testStack().logDir, 'contract-down'),
+      readyPath: '/healthz',
+      env: {
+        LOG_LEVEL: 'error',
+        CONTENT_SERVICE_URL: `http://127.0.0.1:${down1}`,
+        AUTH_SERVICE_URL: `http://127.0.0.1:${down2}`,
+        SESSION_SERVICE_URL: `http://127.0.0.1:${down3}`,
+      },
+    });
+    started.push(gw);
+    const got = await conforming(() => everyOperation(gw.url));
+    expect(new Set(got)).toEqual(new Set(OPERATIONS.map((o) => `${o} 503`)));
+  });
+
+  it('every operation: 504 from the gateway when its services do not answer in time', async () => {
+    // Takes requests (and their bodies) and never answers.
+    silent = createServer((req) => req.resume());
+    await new Promise<void>((resolve) => silent!.listen(0, '127.0.0.1', resolve));
+    const hold = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const gw = await startService('gateway', {
+      logDir: join(testStack().logDir, 'contract-slow'),
+      readyPath: '/healthz',
+      env: { LOG_LEVEL: 'error', UPSTREAM_TIMEOUT_MS: '1000', CONTENT_SERVICE_URL: hold, AUTH_SERVICE_URL: hold, SESSION_SERVICE_URL: hold },
+    });
+    started.push(gw);
+    const got = await conforming(() => everyOperation(gw.url));
+    expect(new Set(got)).toEqual(new Set(OPERATIONS.map((o) => `${o} 504`)));
+  });
+
+  const OPERATIONS = ['Upload', 'UploadByParts', 'Download', 'UploadStatus', 'AuthenticateByCert', 'ApproveCert', 'RefreshSession'];
+  /** One call of each /v1, /auth and /sessions operation against `gateway`. */
+  async function everyOperation(gateway: string): Promise<void> {
+    const v1 = `${gateway}/v1/${owner}/contents`;
+    const id = randomUUID();
+    const auth = { authorization: `Bearer ${token}` };
+    await call(v1, { method: 'POST', body: randomBytes(10), headers: auth });
+    await call(`${v1}/${id}`, { method: 'PUT', body: randomBytes(10), headers: { ...auth, 'content-range': 'bytes 0-9/10' } });
+    await call(`${v1}/${id}`, { headers: auth });
+    await call(`${v1}/${id}`, { method: 'HEAD', headers: auth });
+    await call(`${gateway}/auth/v5.13/authenticate-by-cert?apiKey=k`, { method: 'POST', body: 'cert' });
+    await call(`${gateway}/auth/v5.13/approve-cert?thumbprint=${'A'.repeat(40)}&apiKey=k`, { method: 'POST', body: randomBytes(48) });
+    await call(`${gateway}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=k`, { method: 'POST' });
+  }
+
+  it('the gateway’s own operations: health, the description (YAML and JSON) and its reference page', async () => {
+    const got = await conforming(async () => {
+      for (const path of ['/healthz', '/openapi.yaml', '/openapi.json', '/docs']) await call(`${testStack().gatewayUrl}${path}`);
+    });
+    expect(new Set(got)).toEqual(new Set(['Health 200', 'ApiDescription 200', 'ApiDescriptionJson 200', 'ApiReference 200']));
+  });
+
+  it('exercised every /v1, /auth and /sessions operation (and prints the statuses nothing brought about)', () => {
+    const left = contract.unexercised();
+    console.log(
+      `openapi.yaml: ${exchanges.length} answers checked; documented but not exercised:\n` +
+        (left.map((o) => `  ${o.operationId} (${o.method} ${o.path}): ${o.statuses.join(', ')}`).join('\n') || '  nothing'),
+    );
+    const api = contract.operations.filter((o) => /^\/(v1|auth|sessions)\//.test(o.path));
+    const never = api.filter((o) => left.some((l) => l.operationId === o.operationId && l.statuses.length === Object.keys(o.responses).length));
+    expect(never.map((o) => o.operationId)).toEqual([]);
+  });
+});
