@@ -209,7 +209,7 @@ export interface paths {
     };
     /**
      * API reference page
-     * @description This description rendered as a self-contained HTML page (no scripts, no external resources).
+     * @description This description rendered by Swagger UI, whose files the gateway serves itself (nothing from another origin; scripts only those the page names, under a strict Content-Security-Policy).
      */
     get: operations['ApiReference'];
     put?: never;
