@@ -25,7 +25,7 @@ export function parseEnv<S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessE
   const raw = env[variable];
   // Secrets and URLs that may carry a password are named, never echoed.
   const shown = SECRET_NAME.test(variable) ? '(hidden)' : JSON.stringify(raw);
-  const problem = raw === undefined ? `is required (${issue.message})` : `invalid value ${shown}: ${issue.message}`;
+  const problem = raw === undefined ? 'is required' : `invalid value ${shown}: ${issue.message}`;
   throw new ConfigError(variable, problem);
 }
 
@@ -45,7 +45,7 @@ export function refuseRemoved(env: NodeJS.ProcessEnv, removed: Record<string, st
 export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
-  url: () => z.string().url(),
+  url: () => z.url(),
   /** A secret another service sends or checks (`x-internal-secret`). */
   secret: () => z.string().min(16, 'must be at least 16 characters'),
   bool: (fallback: boolean) =>
@@ -53,10 +53,11 @@ export const env = {
       .enum(['true', 'false', '1', '0', 'yes', 'no'])
       .default(fallback ? 'true' : 'false')
       .transform((v) => v === 'true' || v === '1' || v === 'yes'),
-  list: () =>
+  /** Comma-separated; `fallback` is parsed like a value (zod 4 returns a `.default()` as is, untransformed). */
+  list: (fallback = '') =>
     z
       .string()
-      .default('')
+      .default(fallback)
       .transform((v) =>
         v
           .split(',')

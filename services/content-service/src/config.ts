@@ -21,7 +21,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_AUDIENCE: z.string().min(1).default('content-api'),
       JWT_JWKS_URL: env.url().optional(),
       JWT_JWKS_FILE: z.string().min(1).optional(),
-      JWT_ALGORITHMS: env.list().default('RS256,ES256,EdDSA'),
+      JWT_ALGORITHMS: env.list('RS256,ES256,EdDSA'),
       JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
       // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
       ...optionalCalledService('SESSION_SERVICE'),
