@@ -1,4 +1,4 @@
-import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, refuseRemoved, serviceSettings, z } from '@cp/config';
+import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, redisSettings, redisTarget, refuseRemoved, serviceSettings, z } from '@cp/config';
 
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
@@ -26,9 +26,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
       ...optionalCalledService('SESSION_SERVICE'),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
-      REDIS_URL: env.redisUrl().optional(),
-      /** Longest wait for one Redis command's answer. */
-      REDIS_TIMEOUT_MS: env.int(1_000, 50),
+      ...redisSettings(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       /**
        * Leases of the claims (content lock, part write, assembly, completion): renewed every third
@@ -59,7 +57,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     throw new ConfigError('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys');
   }
   if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE)) throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
-  return c;
+  return { ...c, REDIS_TARGET: redisTarget(c, { optional: true }) };
 }
 
 export type ContentServiceConfig = ReturnType<typeof loadConfig>;
