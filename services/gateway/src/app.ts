@@ -44,11 +44,23 @@ export function buildApp(deps: GatewayDeps): express.Express {
         target,
         agent,
         xfwd: true,
-        proxyTimeout: deps.upstreamTimeoutMs,
         on: {
-          // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
-          // body byte; Node would otherwise hold the head back until the first body chunk.
-          proxyReq: (proxyReq) => proxyReq.flushHeaders(),
+          proxyReq: (proxyReq, req) => {
+            // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
+            // body byte; Node would otherwise hold the head back until the first body chunk.
+            proxyReq.flushHeaders();
+            // httpxy's own proxyTimeout destroys the request without a cause (a plain "socket hang
+            // up"); this one says it timed out, so the client gets upstreamTimeout, not unavailable.
+            proxyReq.setTimeout(deps.upstreamTimeoutMs, () => proxyReq.destroy(Object.assign(new Error('upstream timed out'), { code: 'ETIMEDOUT' })));
+            // A client whose body broke off is answered by clientErrors once the request is over, so
+            // its response finishes normally and httpxy (which aborts upstream only on an unfinished
+            // response) would leave the upstream request open, and the content-service its part claim.
+            const abortIfBrokenOff = () => {
+              if (!req.complete) proxyReq.destroy();
+            };
+            if (req.closed) abortIfBrokenOff();
+            else req.once('close', abortIfBrokenOff);
+          },
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
         },
       }),
@@ -60,7 +72,11 @@ export function buildApp(deps: GatewayDeps): express.Express {
     const proxy = upstream && proxies.get(upstream);
     if (proxy) {
       // edgeChecks has refused what the head alone condemns (a write without a length included).
-      void proxy(req, res, next);
+      // http-proxy-middleware 4 also hands a failed proxying to next() after its error event: the
+      // event has answered it (answerUpstreamFailure), and Express must not answer it again.
+      void proxy(req, res, (error?: unknown) => {
+        if (error === undefined || !res.headersSent) next(error);
+      });
       return;
     }
     sendError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
