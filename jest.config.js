@@ -5,7 +5,7 @@ const path = require('node:path');
 
 // Packages published as ES modules only. Node 22 can require() them, but jest's module loader can
 // only from Node 24.9 on, so swc turns them into CommonJS for the tests like the project's own code.
-const ESM_ONLY = ['jose', 'http-proxy-middleware', 'httpxy', 'is-plain-obj'];
+const ESM_ONLY = ['jose', 'http-proxy-middleware', 'httpxy', 'is-plain-obj', 'pkijs', 'asn1js', 'bytestreamjs', '@peculiar/utils', '@noble/hashes'];
 
 const shared = {
   transform: {
