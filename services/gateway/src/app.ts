@@ -51,7 +51,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
             proxyReq.flushHeaders();
             // httpxy's own proxyTimeout destroys the request without a cause (a plain "socket hang
             // up"); this one says it timed out, so the client gets upstreamTimeout, not unavailable.
-            proxyReq.setTimeout(deps.upstreamTimeoutMs, () => proxyReq.destroy(Object.assign(new Error('upstream timed out'), { code: 'ETIMEDOUT' })));
+            proxyReq.setTimeout(deps.upstreamTimeoutMs, () => proxyReq.destroy(new UpstreamSilent(`no answer within ${deps.upstreamTimeoutMs} ms`)));
             // A client whose body broke off is answered by clientErrors once the request is over, so
             // its response finishes normally and httpxy (which aborts upstream only on an unfinished
             // response) would leave the upstream request open, and the content-service its part claim.
@@ -84,6 +84,11 @@ export function buildApp(deps: GatewayDeps): express.Express {
   return app;
 }
 
+/** The upstream sent nothing for UPSTREAM_TIMEOUT_MS (the proxyReq hook's timer). */
+class UpstreamSilent extends Error {
+  override readonly name = 'UpstreamSilent';
+}
+
 function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
   const code = (error as NodeJS.ErrnoException).code;
   logger.warn({ reqId: req.id, upstream, code, err: error.message }, 'upstream failed');
@@ -91,7 +96,7 @@ function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error,
     res.destroy();
     return;
   }
-  const timedOut = code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
+  const timedOut = error instanceof UpstreamSilent || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
   const failure = timedOut
     ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
     : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);
