@@ -3,8 +3,17 @@
 // stack of the services started by test-e2e/support/globalSetup.js.
 const path = require('node:path');
 
+// Packages published as ES modules only. Node 22 can require() them, but jest's module loader can
+// only from Node 24.9 on, so swc turns them into CommonJS for the tests like the project's own code.
+const ESM_ONLY = ['jose', 'http-proxy-middleware', 'httpxy', 'is-plain-obj', 'pkijs', 'asn1js', 'bytestreamjs', '@peculiar/utils', '@noble/hashes'];
+
 const shared = {
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
+    '/node_modules/.+\\.m?js$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } }],
+  },
+  // node_modules stay untransformed but for the ESM-only packages (pnpm's `.pnpm/<name>@<version>/` path and the link to it).
+  transformIgnorePatterns: [`/node_modules/(?!(\\.pnpm/)?(${ESM_ONLY.map((n) => n.replace('/', '[+/]')).join('|')})[@/])`],
   moduleNameMapper: { '^@cp/([a-z-]+)$': path.join(__dirname, 'libs/$1/src') },
   testEnvironment: 'node',
 };

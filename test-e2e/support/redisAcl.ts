@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createLogger } from '@cp/logging';
-import { connectRedis, type Redis } from '@cp/redis';
+import { closeRedis, connectRedis, redisCommand, type None, type Redis, type RedisOptions, type RedisScripts, type RedisTarget } from '@cp/redis';
 
 const COMPOSE = join(__dirname, '..', '..', 'deploy', 'compose.yaml');
 
@@ -20,39 +20,48 @@ export function composeRedisRules(service: string): string[] {
   throw new Error(`deploy/compose.yaml has no Redis user ${service}`);
 }
 
-/** An ACL user with a service's rules from compose.yaml; `close` disconnects it and deletes the user. */
-export async function connectAsServiceUser(adminUrl: string, service: string): Promise<{ client: Redis; username: string; close: () => Promise<void> }> {
+/**
+ * An ACL user with a service's rules from compose.yaml, connected as that user (at `adminUrl`, or
+ * through `via(username, password)`: Sentinel); `close` disconnects it and deletes the user.
+ */
+export async function connectAsServiceUser<S extends RedisScripts = None>(
+  adminUrl: string,
+  service: string,
+  options: RedisOptions<S> & { via?: (username: string, password: string) => RedisTarget } = {},
+): Promise<{ client: Redis<S>; username: string; close: () => Promise<void> }> {
   const logger = createLogger({ service: 'acl-test', level: 'silent' });
   const admin = connectRedis(adminUrl, logger);
   await ready(admin);
   const username = `test-${service}-${randomBytes(4).toString('hex')}`;
   const password = randomBytes(16).toString('hex');
-  await admin.sendCommand(['ACL', 'SETUSER', username, 'reset', `>${password}`, ...composeRedisRules(service)]);
+  await redisCommand(admin, ['ACL', 'SETUSER', username, 'reset', `>${password}`, ...composeRedisRules(service)]);
   const url = new URL(adminUrl);
   url.username = username;
   url.password = password;
-  const client = connectRedis(url.toString(), logger);
+  const client = connectRedis(options.via ? options.via(username, password) : url.toString(), logger, options);
+  const dropUser = async () => {
+    await redisCommand(admin, ['ACL', 'DELUSER', username]);
+    await closeRedis(admin);
+  };
   try {
     await ready(client);
   } catch (error) {
-    client.destroy();
-    await admin.sendCommand(['ACL', 'DELUSER', username]);
-    await admin.quit();
+    await closeRedis(client);
+    await dropUser();
     throw error;
   }
   return {
     client,
     username,
     close: async () => {
-      await client.quit().catch(() => undefined);
-      await admin.sendCommand(['ACL', 'DELUSER', username]);
-      await admin.quit();
+      await closeRedis(client);
+      await dropUser();
     },
   };
 }
 
-async function ready(client: Redis): Promise<void> {
-  const deadline = Date.now() + 5_000;
+async function ready<S extends RedisScripts>(client: Redis<S>): Promise<void> {
+  const deadline = Date.now() + 10_000;
   while (!client.isReady) {
     if (Date.now() > deadline) throw new Error('redis did not become ready (wrong credentials?)');
     await new Promise((r) => setTimeout(r, 20));

@@ -25,7 +25,7 @@ export function parseEnv<S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessE
   const raw = env[variable];
   // Secrets and URLs that may carry a password are named, never echoed.
   const shown = SECRET_NAME.test(variable) ? '(hidden)' : JSON.stringify(raw);
-  const problem = raw === undefined ? `is required (${issue.message})` : `invalid value ${shown}: ${issue.message}`;
+  const problem = raw === undefined ? 'is required' : `invalid value ${shown}: ${issue.message}`;
   throw new ConfigError(variable, problem);
 }
 
@@ -45,7 +45,7 @@ export function refuseRemoved(env: NodeJS.ProcessEnv, removed: Record<string, st
 export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
-  url: () => z.string().url(),
+  url: () => z.url(),
   /** A secret another service sends or checks (`x-internal-secret`). */
   secret: () => z.string().min(16, 'must be at least 16 characters'),
   bool: (fallback: boolean) =>
@@ -53,10 +53,11 @@ export const env = {
       .enum(['true', 'false', '1', '0', 'yes', 'no'])
       .default(fallback ? 'true' : 'false')
       .transform((v) => v === 'true' || v === '1' || v === 'yes'),
-  list: () =>
+  /** Comma-separated; `fallback` is parsed like a value (zod 4 returns a `.default()` as is, untransformed). */
+  list: (fallback = '') =>
     z
       .string()
-      .default('')
+      .default(fallback)
       .transform((v) =>
         v
           .split(',')
@@ -108,6 +109,65 @@ export function mongoSettings(defaultDatabase: string) {
     MONGODB_DATABASE: z.string().min(1).default(defaultDatabase),
     /** Longest wait for MongoDB: server selection, connecting, and one operation's answer. */
     MONGODB_TIMEOUT_MS: env.int(2_000, 100),
+  };
+}
+
+/**
+ * Where a service's Redis is: `REDIS_URL`, or Sentinel (`REDIS_SENTINELS`, a comma-separated
+ * host:port list, with `REDIS_SENTINEL_MASTER`, and the service's ACL user in `REDIS_USERNAME` /
+ * `REDIS_PASSWORD`). Check the combination with `redisTarget` after parsing.
+ */
+export function redisSettings() {
+  return {
+    REDIS_URL: env.redisUrl().optional(),
+    REDIS_SENTINELS: env.list(),
+    REDIS_SENTINEL_MASTER: z.string().min(1).optional(),
+    REDIS_USERNAME: z.string().min(1).optional(),
+    REDIS_PASSWORD: z.string().min(1).optional(),
+    /** For Sentinels that require a password themselves (`requirepass` in their configuration). */
+    REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+    /** Longest wait for one Redis command's answer. */
+    REDIS_TIMEOUT_MS: env.int(1_000, 50),
+  };
+}
+
+type RedisSettings = z.output<z.ZodObject<ReturnType<typeof redisSettings>>>;
+
+/** What libs/redis connects to: a URL, or Sentinel. */
+export type RedisTarget =
+  string | { sentinels: { host: string; port: number }[]; master: string; username?: string; password?: string; sentinelPassword?: string };
+
+/**
+ * The Redis a parsed configuration names, or null when none is set (an error unless `optional`);
+ * a half-given Sentinel setting stops start-up with the variable that is missing or wrong.
+ */
+export function redisTarget(c: RedisSettings): RedisTarget;
+export function redisTarget(c: RedisSettings, options: { optional: boolean }): RedisTarget | null;
+export function redisTarget(c: RedisSettings, { optional = false } = {}): RedisTarget | null {
+  if (c.REDIS_SENTINELS.length === 0) {
+    for (const variable of ['REDIS_SENTINEL_MASTER', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD'] as const) {
+      if (c[variable] !== undefined) throw new ConfigError(variable, 'is read only with REDIS_SENTINELS (with REDIS_URL, put the user in the URL)');
+    }
+    if (c.REDIS_URL) return c.REDIS_URL;
+    if (optional) return null;
+    throw new ConfigError('REDIS_URL', 'is required (or REDIS_SENTINELS with REDIS_SENTINEL_MASTER)');
+  }
+  if (c.REDIS_URL) throw new ConfigError('REDIS_URL', 'set either REDIS_URL or REDIS_SENTINELS, not both');
+  if (!c.REDIS_SENTINEL_MASTER)
+    throw new ConfigError('REDIS_SENTINEL_MASTER', 'is required with REDIS_SENTINELS: the name the Sentinels monitor the master under');
+  if (c.REDIS_PASSWORD && !c.REDIS_USERNAME) throw new ConfigError('REDIS_USERNAME', 'is required with REDIS_PASSWORD: each service has its own Redis user');
+  const sentinels = c.REDIS_SENTINELS.map((entry) => {
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(entry);
+    const port = Number(m?.[2]);
+    if (!m || port < 1 || port > 65535) throw new ConfigError('REDIS_SENTINELS', `entry ${JSON.stringify(entry)} is not host:port`);
+    return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port };
+  });
+  return {
+    sentinels,
+    master: c.REDIS_SENTINEL_MASTER,
+    username: c.REDIS_USERNAME,
+    password: c.REDIS_PASSWORD,
+    sentinelPassword: c.REDIS_SENTINEL_PASSWORD,
   };
 }
 

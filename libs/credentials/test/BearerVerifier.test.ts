@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type JWK, type KeyLike } from 'jose';
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { BearerVerifier, InvalidBearerToken } from '../src';
 
 /** BearerVerifier against a JWKS served from loopback by the test itself: good, hanging, or garbage. */
@@ -8,7 +8,7 @@ describe('BearerVerifier with a remote JWKS', () => {
   let server: Server;
   let mode: 'keys' | 'hang' | 'garbage' = 'keys';
   let jwk: JWK;
-  let privateKey: KeyLike;
+  let privateKey: CryptoKey;
   let url: string;
 
   beforeAll(async () => {

@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 export { redactUrl, isSecretParameter, REDACTED } from './redactUrl';
@@ -6,11 +6,13 @@ export { redactUrl, isSecretParameter, REDACTED } from './redactUrl';
 export interface LoggerOptions {
   service: string;
   level?: string;
+  /** Where the lines go; stdout when unset. */
+  destination?: DestinationStream;
 }
 
 /** JSON lines on stdout; every request's lines carry its request id (see service-kit). */
-export function createLogger({ service, level = 'info' }: LoggerOptions): Logger {
-  return pino({
+export function createLogger({ service, level = 'info', destination }: LoggerOptions): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -28,5 +30,6 @@ export function createLogger({ service, level = 'info' }: LoggerOptions): Logger
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -1,51 +1,142 @@
-import { createClient } from 'redis';
+import { createClient, createSentinel, defineScript, type CommandParser, type RedisClientType, type RedisScripts, type RedisSentinelType } from 'redis';
 import type { Logger } from '@cp/logging';
 
-export type Redis = ReturnType<typeof createClient>;
+export type { RedisScripts };
+
+/** A Lua script over one key with string arguments and a string reply (see keyScript). */
+export interface KeyScript {
+  SCRIPT: string;
+  NUMBER_OF_KEYS: number;
+  SHA1: string;
+  parseCommand(this: void, parser: CommandParser, key: string, ...args: string[]): void;
+  transformReply: () => string;
+}
+
+/**
+ * A Lua script for connectRedis's `scripts`: the connection calls it by SHA-1 (EVALSHA) and sends
+ * the source (EVAL) only when the server does not have it yet (after a restart or a failover).
+ */
+export function keyScript(source: string): KeyScript {
+  return defineScript<Omit<KeyScript, 'SHA1'>>({
+    SCRIPT: source,
+    NUMBER_OF_KEYS: 1,
+    parseCommand(parser: CommandParser, key: string, ...args: string[]) {
+      parser.pushKey(key);
+      parser.push(...args);
+    },
+    transformReply: undefined as unknown as () => string, // the reply as Redis sends it
+  });
+}
+
+/**
+ * A connection to one Redis master: a plain client (REDIS_URL) or one that Sentinel keeps
+ * pointed at the current master (REDIS_SENTINELS). Both answer the same typed commands, and the
+ * Lua scripts given to connectRedis as methods (EVALSHA, EVAL once when the server lacks it).
+ */
+export type Redis<S extends RedisScripts = None> = RedisClientType<None, None, S, 3, None> | RedisSentinelType<None, None, S, 3, None>;
+
+/** No modules, functions, scripts or type mapping. */
+export type None = Record<never, never>;
+
+/** Where the master is: a redis:// or rediss:// URL, or Sentinel. */
+export type RedisTarget = string | SentinelTarget;
+
+export interface SentinelTarget {
+  /** Sentinels to ask (any one that answers tells the others and the master). */
+  sentinels: { host: string; port: number }[];
+  /** The master's name in the Sentinels' configuration (`sentinel monitor <name> ...`). */
+  master: string;
+  /** The service's ACL user on the master (and its replicas). */
+  username?: string;
+  password?: string;
+  /** For Sentinels started with `requirepass`. */
+  sentinelPassword?: string;
+}
 
 /** Raised when Redis does not answer in time or is not connected. */
 export class RedisUnavailable extends Error {
   override readonly name = 'RedisUnavailable';
 }
 
-export interface RedisOptions {
+export interface RedisOptions<S extends RedisScripts> {
   /** How long one command may wait for its answer (a hung Redis); default 1 s. */
   commandTimeoutMs?: number;
+  /** Lua scripts (defineScript), called by name on the connection. */
+  scripts?: S;
 }
 
-const commandTimeouts = new WeakMap<Redis, number>();
+const commandTimeouts = new WeakMap<object, number>();
+const sentinels = new WeakSet<object>();
+
+const RETRY_MS = 2_000;
+const reconnectStrategy = (retries: number) => Math.min(100 * 2 ** retries, RETRY_MS);
 
 /**
- * A Redis client that fails fast instead of queueing commands while disconnected, so a request
- * never waits on a dead Redis: callers decide to go to MongoDB or answer 503.
+ * Connects in the background and fails fast instead of queueing commands while disconnected, so
+ * a request never waits on a dead Redis: callers decide to go to MongoDB or answer 503.
  */
-export function connectRedis(url: string, logger: Logger, options: RedisOptions = {}): Redis {
-  const client = createClient({
-    url,
-    disableOfflineQueue: true,
-    socket: { connectTimeout: 2_000, reconnectStrategy: (retries: number) => Math.min(100 * 2 ** retries, 2_000) },
-  });
-  if (options.commandTimeoutMs !== undefined) commandTimeouts.set(client, options.commandTimeoutMs);
+export function connectRedis<S extends RedisScripts = None>(target: RedisTarget, logger: Logger, options: RedisOptions<S> = {}): Redis<S> {
+  const timeout = options.commandTimeoutMs ?? 1_000;
+  const socket = { connectTimeout: 2_000, reconnectStrategy };
+  // RESP3 is node-redis 6's default; Enterprise maintenance notices would need CLIENT rights the ACL users lack.
+  const common = { RESP: 3 as const, scripts: options.scripts, commandOptions: { timeout }, maintNotifications: 'disabled' as const };
   let warned = false;
-  client.on('error', (error: Error) => {
-    if (!warned) logger.warn({ err: error.message }, 'redis unavailable');
+  const onError = (error: unknown) => {
+    if (!warned) logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'redis unavailable');
     warned = true;
-  });
-  client.on('ready', () => {
+  };
+  const onReady = () => {
     if (warned) logger.info('redis available again');
     warned = false;
-  });
-  client.connect().catch(() => undefined); // keeps retrying in the background
+  };
+
+  let client: Redis<S>;
+  if (typeof target === 'string') {
+    const plain = createClient({ ...common, url: target, disableOfflineQueue: true, socket });
+    plain.on('error', onError).on('ready', onReady);
+    plain.connect().catch(() => undefined); // keeps retrying in the background
+    client = plain as unknown as Redis<S>;
+  } else {
+    const sentinel = createSentinel({
+      ...common,
+      name: target.master,
+      sentinelRootNodes: target.sentinels,
+      nodeClientOptions: { username: target.username, password: target.password, disableOfflineQueue: true, socket, maintNotifications: 'disabled' },
+      sentinelClientOptions: { password: target.sentinelPassword, socket, maintNotifications: 'disabled' },
+      passthroughClientErrorEvents: true,
+    });
+    sentinel.on('error', onError).on('ready', onReady);
+    // The first connect gives up after a while without a Sentinel or a master; keep trying, like a plain client.
+    const connect = (): void => {
+      sentinel.connect().catch((error: unknown) => {
+        onError(error);
+        if (!closing.has(sentinel)) setTimeout(connect, RETRY_MS).unref();
+      });
+    };
+    connect();
+    sentinels.add(sentinel);
+    client = sentinel as unknown as Redis<S>;
+  }
+  commandTimeouts.set(client, timeout);
   return client;
 }
 
-/** Sends one raw command with a deadline (the client's `commandTimeoutMs`); any failure becomes RedisUnavailable. */
-export async function redisCommand<T = unknown>(client: Redis, args: string[], timeoutMs = commandTimeouts.get(client) ?? 1_000): Promise<T> {
+const closing = new WeakSet<object>();
+
+/**
+ * Runs typed commands with a deadline (the connection's `commandTimeoutMs`); any failure becomes
+ * RedisUnavailable. `redisCall(redis, (r) => r.get(key))`.
+ */
+export async function redisCall<S extends RedisScripts, T>(
+  client: Redis<S>,
+  run: (redis: Redis<S>) => Promise<T>,
+  timeoutMs = commandTimeouts.get(client) ?? 1_000,
+): Promise<T> {
   if (!client.isReady) throw new RedisUnavailable('redis is not connected');
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      client.sendCommand(args) as Promise<T>,
+      run(client),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new RedisUnavailable('redis did not answer in time')), timeoutMs);
       }),
@@ -58,16 +149,26 @@ export async function redisCommand<T = unknown>(client: Redis, args: string[], t
   }
 }
 
+/** One raw command (`['ACL', 'WHOAMI']`), with redisCall's deadline and errors; for what has no typed method. */
+export function redisCommand<T = unknown, S extends RedisScripts = None>(client: Redis<S>, args: string[], timeoutMs?: number): Promise<T> {
+  return redisCall(
+    client,
+    (c) => (sentinels.has(c) ? (c as RedisSentinelType).sendCommand(false, args) : (c as RedisClientType).sendCommand(args)) as Promise<T>,
+    timeoutMs,
+  );
+}
+
 /**
- * Closes a client at shutdown: politely when connected (within a deadline), at once otherwise.
- * QUIT on a client that is still trying to reconnect never resolves, which held a service's
- * shutdown open while Redis was down.
+ * Closes a connection at shutdown: politely when connected (within a deadline), at once
+ * otherwise. A polite close of a client that is still trying to reconnect never resolves, which
+ * held a service's shutdown open while Redis was down.
  */
-export async function closeRedis(client: Redis, timeoutMs = 2_000): Promise<void> {
+export async function closeRedis<S extends RedisScripts>(client: Redis<S>, timeoutMs = 2_000): Promise<void> {
+  closing.add(client);
   if (client.isReady) {
     let timer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
-      client.quit().then(
+      client.close().then(
         () => true,
         () => false,
       ),
@@ -76,5 +177,5 @@ export async function closeRedis(client: Redis, timeoutMs = 2_000): Promise<void
     clearTimeout(timer);
     if (closed) return;
   }
-  if (client.isOpen) client.destroy();
+  if (client.isOpen || sentinels.has(client)) await Promise.resolve(client.destroy()).catch(() => undefined);
 }

@@ -1,4 +1,4 @@
-import { redisCommand, type Redis } from '@cp/redis';
+import { redisCall, type Redis } from '@cp/redis';
 
 /** What a live sid resolves to, as cached. */
 export interface CachedSession {
@@ -42,7 +42,7 @@ export class SessionCache {
   ) {}
 
   async get(sidHash: string): Promise<CacheLookup> {
-    const raw = await redisCommand<string | null>(this.redis, ['GET', key(sidHash)]);
+    const raw = await redisCall(this.redis, (r) => r.get(key(sidHash)));
     if (raw === null) return { kind: 'miss' };
     if (raw === DEAD) return { kind: 'dead' };
     if (raw === BYPASS) return { kind: 'bypass' };
@@ -57,20 +57,20 @@ export class SessionCache {
   async fillLive(sidHash: string, session: CachedSession, now: number): Promise<void> {
     const seconds = Math.min(this.ttlSeconds, Math.floor((session.sidExpiresAt - now) / 1000));
     if (seconds < 1) return;
-    await redisCommand(this.redis, ['SET', key(sidHash), JSON.stringify(session), 'EX', String(seconds), 'NX']);
+    await redisCall(this.redis, (r) => r.set(key(sidHash), JSON.stringify(session), { expiration: { type: 'EX', value: seconds }, condition: 'NX' }));
   }
 
   async fillDead(sidHash: string): Promise<void> {
-    await redisCommand(this.redis, ['SET', key(sidHash), DEAD, 'EX', String(this.ttlSeconds), 'NX']);
+    await redisCall(this.redis, (r) => r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds }, condition: 'NX' }));
   }
 
   /** Before a rotation commits: readers of this sid go to MongoDB until the tombstone lands. */
   async bypass(sidHash: string): Promise<void> {
-    await redisCommand(this.redis, ['SET', key(sidHash), BYPASS, 'EX', String(this.ttlSeconds)]);
+    await redisCall(this.redis, (r) => r.set(key(sidHash), BYPASS, { expiration: { type: 'EX', value: this.ttlSeconds } }));
   }
 
   async tombstone(sidHash: string): Promise<void> {
-    await redisCommand(this.redis, ['SET', key(sidHash), DEAD, 'EX', String(this.ttlSeconds)]);
+    await redisCall(this.redis, (r) => r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds } }));
   }
 }
 

@@ -1,16 +1,14 @@
-import { calledService, env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
+import { calledService, env, mongoSettings, parseEnv, rateLimitSettings, redisSettings, redisTarget, refuseRemoved, serviceSettings } from '@cp/config';
 
 /** Every setting of the auth-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, { INTERNAL_SECRET: 'set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET instead (one secret per caller)' });
-  return parseEnv(
+  const c = parseEnv(
     {
       ...serviceSettings({ port: 8082, adminPort: 9466, shutdownGraceMs: 30_000 }),
       // The auth-service's own database: users, certificates, trusted roots, api keys.
       ...mongoSettings('auth'),
-      REDIS_URL: env.redisUrl(),
-      /** Longest wait for one Redis command's answer. */
-      REDIS_TIMEOUT_MS: env.int(1_000, 50),
+      ...redisSettings(),
       // Sessions are created at the session-service's /internal/sessions (the secret: its INTERNAL_SECRET_AUTH_SERVICE).
       ...calledService('SESSION_SERVICE'),
       /** The session-service's secret here: it may check api keys and registrations (/internal/api-keys, /internal/registrations). */
@@ -23,6 +21,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     },
     source,
   );
+  return { ...c, REDIS_TARGET: redisTarget(c) };
 }
 
 export type AuthServiceConfig = ReturnType<typeof loadConfig>;

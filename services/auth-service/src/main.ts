@@ -1,12 +1,12 @@
 import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
-import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
+import { closeRedis, connectRedis, redisCall } from '@cp/redis';
 import { buildApp, internalCallers } from './app';
 import { ChainValidator } from './certificates/ChainValidator';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { loadConfig } from './config';
 import { ApiKeyStore } from './store/ApiKeyStore';
-import { RndStore } from './store/RndStore';
+import { RND_SCRIPTS, RndStore } from './store/RndStore';
 import { HttpSessionClient } from './clients/SessionClient';
 import { TrustStore } from './store/TrustStore';
 import { UserRegistry } from './store/UserRegistry';
@@ -19,7 +19,7 @@ startService({
     const db = mongo.db;
     const users = new UserRegistry(db);
     await users.ensureIndexes();
-    const redis = connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
+    const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS, scripts: RND_SCRIPTS });
     const signIn = new CertificateSignIn(
       {
         users,
@@ -48,7 +48,7 @@ startService({
     };
     return {
       app,
-      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }] },
+      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) }] },
       onShutdown,
     };
   },

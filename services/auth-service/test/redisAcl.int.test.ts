@@ -6,13 +6,13 @@ import { RequestRateLimiter } from '@cp/rate-limit';
 import { redisCommand } from '@cp/redis';
 import { connectAsServiceUser } from '../../../test-e2e/support/redisAcl';
 import { testStack } from '../../../test-e2e/support/stack';
-import { RndStore } from '../src/store/RndStore';
+import { RND_SCRIPTS, RndStore } from '../src/store/RndStore';
 
 describe("the auth-service's Redis user", () => {
   let user: Awaited<ReturnType<typeof connectAsServiceUser>>;
   const logger = createLogger({ service: 'acl-test', level: 'silent' });
   beforeAll(async () => {
-    user = await connectAsServiceUser(testStack().backing.REDIS_URL, 'auth-service');
+    user = await connectAsServiceUser(testStack().backing.REDIS_URL, 'auth-service', { scripts: RND_SCRIPTS });
   });
   afterAll(async () => {
     await user?.close();

@@ -14,8 +14,8 @@ import { ChainValidator } from '../src/certificates/ChainValidator';
 import { CertificateSignIn } from '../src/challenges/CertificateSignIn';
 import type { Clock } from '@cp/service-kit';
 import { ApiKeyStore } from '../src/store/ApiKeyStore';
-import { connectRedis, type Redis } from '@cp/redis';
-import { RndStore } from '../src/store/RndStore';
+import { closeRedis, connectRedis, type Redis } from '@cp/redis';
+import { RND_SCRIPTS, RndStore } from '../src/store/RndStore';
 import { HttpSessionClient } from '../src/clients/SessionClient';
 import { TrustStore } from '../src/store/TrustStore';
 import { UserRegistry } from '../src/store/UserRegistry';
@@ -34,7 +34,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
   const pki = new TestPki();
   const clock = new MovableClock();
   let mongo: MongoClient;
-  let redis: Redis;
+  let redis: Redis<typeof RND_SCRIPTS>;
   let server: Server;
   let base: string;
   let apiKey: string;
@@ -47,7 +47,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     mongo = await new MongoClient(stack.backing.MONGODB_URL).connect();
     dbName = `${stack.prefix}-auth-inproc-${randomUUID().slice(0, 8)}`;
     const db = mongo.db(dbName);
-    redis = connectRedis(stack.backing.REDIS_URL, logger);
+    redis = connectRedis(stack.backing.REDIS_URL, logger, { scripts: RND_SCRIPTS });
     await redis.connect().catch(() => undefined);
     while (!redis.isReady) await new Promise((r) => setTimeout(r, 20));
 
@@ -97,7 +97,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
 
   afterAll(async () => {
     server?.close();
-    await redis?.quit().catch(() => undefined);
+    if (redis) await closeRedis(redis);
     await mongo?.close();
   });
 

@@ -1,4 +1,4 @@
-import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, refuseRemoved, serviceSettings, z } from '@cp/config';
+import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, redisSettings, redisTarget, refuseRemoved, serviceSettings, z } from '@cp/config';
 
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
@@ -28,14 +28,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_AUDIENCE: z.string().min(1).default('content-api'),
       JWT_JWKS_URL: env.url().optional(),
       JWT_JWKS_FILE: z.string().min(1).optional(),
-      JWT_ALGORITHMS: env.list().default('RS256,ES256,EdDSA'),
+      JWT_ALGORITHMS: env.list('RS256,ES256,EdDSA'),
       JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
       // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
       ...optionalCalledService('SESSION_SERVICE'),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
-      REDIS_URL: env.redisUrl().optional(),
-      /** Longest wait for one Redis command's answer. */
-      REDIS_TIMEOUT_MS: env.int(1_000, 50),
+      ...redisSettings(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       /**
        * Leases of the claims (content lock, part write, assembly, completion): renewed every third
@@ -68,7 +66,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   if (c.S3_ACCESS_KEY_ID && !c.S3_SECRET_ACCESS_KEY) throw new ConfigError('S3_SECRET_ACCESS_KEY', S3_KEYS_TOGETHER('S3_ACCESS_KEY_ID'));
   if (c.S3_SECRET_ACCESS_KEY && !c.S3_ACCESS_KEY_ID) throw new ConfigError('S3_ACCESS_KEY_ID', S3_KEYS_TOGETHER('S3_SECRET_ACCESS_KEY'));
   if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE)) throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
-  return c;
+  return { ...c, REDIS_TARGET: redisTarget(c, { optional: true }) };
 }
 
 export type ContentServiceConfig = ReturnType<typeof loadConfig>;

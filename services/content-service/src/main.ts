@@ -81,7 +81,7 @@ startService({
       : null;
     const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
     // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
-    const redis = sessionService && config.REDIS_URL ? connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS }) : null;
+    const redis = sessionService && config.REDIS_TARGET ? connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS }) : null;
     const sessions =
       sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : sessionService;
     if (!bearer && !sessions)

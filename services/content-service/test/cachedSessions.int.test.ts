@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
 import type { Principal } from '@cp/credentials';
 import { createLogger } from '@cp/logging';
-import { connectRedis, type Redis } from '@cp/redis';
+import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { CachedSessionValidator } from '../src/http/CachedSessionValidator';
 import type { SessionValidator } from '../src/http/authenticate';
@@ -31,7 +31,7 @@ describe('CachedSessionValidator', () => {
   });
 
   afterAll(async () => {
-    await redis.quit();
+    await closeRedis(redis);
   });
 
   beforeEach(() => {
@@ -93,7 +93,7 @@ describe('CachedSessionValidator', () => {
       expect(await new CachedSessionValidator(new SessionCache(down), sessionService, () => new Date(now)).validate(sid)).toBe(fromSessionService);
       expect(asked).toEqual([sid]);
     } finally {
-      await down.disconnect().catch(() => undefined);
+      await closeRedis(down);
     }
   });
 });

@@ -31,9 +31,6 @@ export function buildApp(deps: GatewayDeps): express.Express {
   app.use(docsRoutes());
 
   const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
-  // http-proxy ends a request past proxyTimeout with abort(), whose error is a plain ECONNRESET:
-  // the requests whose upstream went silent are noted here so they get 504, not 503.
-  const timedOut = new WeakSet<IncomingMessage>();
   const proxies = new Map<Upstream, ProxyHandler>();
   for (const [name, target] of Object.entries(deps.upstreams) as [Upstream, string][]) {
     proxies.set(
@@ -42,15 +39,24 @@ export function buildApp(deps: GatewayDeps): express.Express {
         target,
         agent,
         xfwd: true,
-        proxyTimeout: deps.upstreamTimeoutMs,
         on: {
-          // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
-          // body byte; Node would otherwise hold the head back until the first body chunk.
           proxyReq: (proxyReq, req) => {
+            // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
+            // body byte; Node would otherwise hold the head back until the first body chunk.
             proxyReq.flushHeaders();
-            proxyReq.once('timeout', () => timedOut.add(req));
+            // httpxy's own proxyTimeout destroys the request without a cause (a plain "socket hang
+            // up"); this one says it timed out, so the client gets upstreamTimeout, not unavailable.
+            proxyReq.setTimeout(deps.upstreamTimeoutMs, () => proxyReq.destroy(new UpstreamSilent(`no answer within ${deps.upstreamTimeoutMs} ms`)));
+            // A client whose body broke off is answered by clientErrors once the request is over, so
+            // its response finishes normally and httpxy (which aborts upstream only on an unfinished
+            // response) would leave the upstream request open, and the content-service its part claim.
+            const abortIfBrokenOff = () => {
+              if (!req.complete) proxyReq.destroy();
+            };
+            if (req.closed) abortIfBrokenOff();
+            else req.once('close', abortIfBrokenOff);
           },
-          error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res, timedOut.has(req)),
+          error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
         },
       }),
     );
@@ -61,7 +67,11 @@ export function buildApp(deps: GatewayDeps): express.Express {
     const proxy = upstream && proxies.get(upstream);
     if (proxy) {
       // edgeChecks has refused what the head alone condemns (a write without a length included).
-      void proxy(req, res, next);
+      // http-proxy-middleware 4 also hands a failed proxying to next() after its error event: the
+      // event has answered it (answerUpstreamFailure), and Express must not answer it again.
+      void proxy(req, res, (error?: unknown) => {
+        if (error === undefined || !res.headersSent) next(error);
+      });
       return;
     }
     sendError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
@@ -69,14 +79,19 @@ export function buildApp(deps: GatewayDeps): express.Express {
   return app;
 }
 
-function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket, silent: boolean): void {
+/** The upstream sent nothing for UPSTREAM_TIMEOUT_MS (the proxyReq hook's timer). */
+class UpstreamSilent extends Error {
+  override readonly name = 'UpstreamSilent';
+}
+
+function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
   const code = (error as NodeJS.ErrnoException).code;
   logger.warn({ reqId: req.id, upstream, code, err: error.message }, 'upstream failed');
   if (!('setHeader' in res) || res.headersSent) {
     res.destroy();
     return;
   }
-  const timedOut = silent || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
+  const timedOut = error instanceof UpstreamSilent || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
   const failure = timedOut
     ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
     : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);

@@ -1,4 +1,15 @@
-import { calledService, ConfigError, env, mongoSettings, parseEnv, rateLimitSettings, refuseRemoved, serviceSettings } from '@cp/config';
+import {
+  calledService,
+  ConfigError,
+  env,
+  mongoSettings,
+  parseEnv,
+  rateLimitSettings,
+  redisSettings,
+  redisTarget,
+  refuseRemoved,
+  serviceSettings,
+} from '@cp/config';
 
 const DAY = 24 * 3600;
 
@@ -11,9 +22,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     {
       ...serviceSettings({ port: 8083, adminPort: 9467, shutdownGraceMs: 30_000 }),
       ...mongoSettings('sessions'),
-      REDIS_URL: env.redisUrl(),
-      /** Longest wait for one Redis command's answer. */
-      REDIS_TIMEOUT_MS: env.int(1_000, 50),
+      ...redisSettings(),
       /** The auth-service's secret here: it may create sessions and validate sids (/internal/sessions). */
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),
       /** The content-service's secret here: it may only validate sids (/internal/sessions/validate). */
@@ -36,7 +45,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   if (c.INTERNAL_SECRET_AUTH_SERVICE === c.INTERNAL_SECRET_CONTENT_SERVICE) {
     throw new ConfigError('INTERNAL_SECRET_CONTENT_SERVICE', 'must differ from INTERNAL_SECRET_AUTH_SERVICE: the secret tells the callers apart');
   }
-  return c;
+  return { ...c, REDIS_TARGET: redisTarget(c) };
 }
 
 export type SessionServiceConfig = ReturnType<typeof loadConfig>;

@@ -1,6 +1,6 @@
 import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
-import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
+import { closeRedis, connectRedis, redisCall } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
@@ -17,7 +17,7 @@ startService({
     const mongo = await connectMongo(config, 50);
     const repo = new SessionRepository(mongo.db);
     await repo.ensureIndexes();
-    const redis = connectRedis(config.REDIS_URL, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
+    const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
     const sessions = new SessionService(
       repo,
       new SessionCache(redis, config.CACHE_TTL_SECONDS),
@@ -54,7 +54,7 @@ startService({
     return {
       app,
       // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
-      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCommand(redis, ['PING'])) }] },
+      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) }] },
       onShutdown,
     };
   },

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { Db, MongoClient } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
-import { connectRedis, type Redis } from '@cp/redis';
+import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import type { Clock } from '@cp/service-kit';
 import { openPair } from '../src/sessions/SealedPair';
@@ -120,7 +120,7 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
   afterAll(async () => {
     await db?.dropDatabase().catch(() => undefined);
     await mongo?.close();
-    await redis?.quit().catch(() => undefined);
+    if (redis) await closeRedis(redis);
   });
 
   afterEach(() => {

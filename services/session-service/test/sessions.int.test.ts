@@ -8,7 +8,7 @@ import { createLogger } from '@cp/logging';
 import type { Clock } from '@cp/service-kit';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionCache, tokenHash } from '@cp/session-cache';
-import { connectRedis, type Redis } from '@cp/redis';
+import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
 import { SessionRepository } from '../src/store/SessionRepository';
 
@@ -67,7 +67,7 @@ describe('sessions against MongoDB and Redis', () => {
   afterAll(async () => {
     await db?.dropDatabase().catch(() => undefined);
     await mongo?.close();
-    await redis?.quit().catch(() => undefined);
+    if (redis) await closeRedis(redis);
     deadRedis?.destroy();
   });
 

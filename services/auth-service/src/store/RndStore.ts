@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { redisCommand, type Redis } from '@cp/redis';
+import { keyScript, redisCall, type KeyScript, type Redis } from '@cp/redis';
 
 export type ApproveOutcome = 'ok' | 'missing' | 'wrong';
 
@@ -10,13 +10,13 @@ export type ApproveOutcome = 'ok' | 'missing' | 'wrong';
  */
 export class RndStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis<typeof RND_SCRIPTS>,
     private readonly maxTries: number,
   ) {}
 
   /** Stores the rnd for a user, replacing any earlier one. */
   async put(userId: string, rnd: Uint8Array, thumbprint: string, expiresAt: Date, ttlSeconds: number): Promise<void> {
-    await redisCommand(this.redis, ['EVAL', PUT, '1', key(userId), digest(rnd), thumbprint, String(expiresAt.getTime()), String(ttlSeconds + 60)]);
+    await redisCall(this.redis, (r) => r.rndPut(key(userId), digest(rnd), thumbprint, String(expiresAt.getTime()), String(ttlSeconds + 60)));
   }
 
   /**
@@ -24,16 +24,7 @@ export class RndStore {
    * same bytes finds nothing); a mismatch counts a try and drops the rnd at the limit.
    */
   async approve(userId: string, candidate: Uint8Array, thumbprint: string, now: Date): Promise<ApproveOutcome> {
-    const reply = await redisCommand<string>(this.redis, [
-      'EVAL',
-      APPROVE,
-      '1',
-      key(userId),
-      digest(candidate),
-      thumbprint,
-      String(now.getTime()),
-      String(this.maxTries),
-    ]);
+    const reply = await redisCall(this.redis, (r) => r.rndApprove(key(userId), digest(candidate), thumbprint, String(now.getTime()), String(this.maxTries)));
     return reply as ApproveOutcome;
   }
 }
@@ -71,3 +62,6 @@ local tries = redis.call('HINCRBY', KEYS[1], 'tries', 1)
 if tries >= tonumber(ARGV[4]) then redis.call('DEL', KEYS[1]) end
 return 'wrong'
 `;
+
+/** The scripts, for connectRedis (run by SHA-1, sent whole only when the server lacks them). */
+export const RND_SCRIPTS: { rndPut: KeyScript; rndApprove: KeyScript } = { rndPut: keyScript(PUT), rndApprove: keyScript(APPROVE) };

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // The operator's command line for sessions: revoke every session of a user (a lost device, a
 // removed certificate). Configured by the service's own environment: MONGODB_URL,
-// MONGODB_DATABASE (default "<CP_PREFIX or local>-sessions", what scripts/start.sh uses), REDIS_URL.
+// MONGODB_DATABASE (default "<CP_PREFIX or local>-sessions", what scripts/start.sh uses), REDIS_URL or REDIS_SENTINELS.
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
+import { parseEnv, redisSettings, redisTarget } from '@cp/config';
 import { createLogger } from '@cp/logging';
-import { connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis } from '@cp/redis';
 import { systemClock } from '@cp/service-kit';
 import { SessionService } from '../sessions/SessionService';
 import { SessionCache } from '@cp/session-cache';
@@ -15,7 +16,8 @@ import { SessionRepository } from '../store/SessionRepository';
 const USAGE = `usage:
   sessions revoke --user <uuid>     every session of the user stops working at once (sid and refresh token)
 environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-sessions),
-             REDIS_URL (default redis://127.0.0.1:6379), CACHE_TTL_SECONDS (default 60)`;
+             REDIS_URL (default redis://127.0.0.1:6379) or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, REDIS_USERNAME,
+             REDIS_PASSWORD; CACHE_TTL_SECONDS (default 60)`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -42,7 +44,8 @@ async function main(argv: string[]): Promise<void> {
 
   const logger = createLogger({ service: 'sessions-admin', level: 'warn' });
   const mongo = new MongoClient(process.env.MONGODB_URL || 'mongodb://127.0.0.1:27017/', { serverSelectionTimeoutMS: 5_000 });
-  const redis = connectRedis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', logger);
+  const redisEnv = process.env.REDIS_URL || process.env.REDIS_SENTINELS ? process.env : { ...process.env, REDIS_URL: 'redis://127.0.0.1:6379' };
+  const redis = connectRedis(redisTarget(parseEnv(redisSettings(), redisEnv)), logger);
   try {
     await mongo.connect();
     const database = process.env.SESSIONS_MONGODB_DATABASE || process.env.MONGODB_DATABASE || `${process.env.CP_PREFIX || 'local'}-sessions`;
@@ -64,7 +67,7 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(`sessions: Redis did not answer; replicas may accept cached sids for up to ${ttl} s more\n`);
     }
   } finally {
-    await redis.quit().catch(() => undefined);
+    await closeRedis(redis);
     await mongo.close();
   }
 }
