@@ -25,10 +25,17 @@ describe('the content command line, installed', () => {
   const installed = join(prefix, 'bin', 'content');
 
   beforeAll(async () => {
-    const { stdout } = await run('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: CLIENT, env });
-    const [info] = JSON.parse(stdout.slice(stdout.indexOf('['))) as { filename: string; files: { path: string; mode: number }[] }[];
-    tarball = join(dir, info!.filename);
-    packed = info!.files;
+    // pnpm pack: it writes the catalog's versions in place of `catalog:` (npm pack would not).
+    const { stdout } = await run('pnpm', ['pack', '--pack-destination', dir, '--json'], { cwd: CLIENT, env });
+    const info = JSON.parse(stdout.slice(stdout.indexOf('{'))) as { filename: string };
+    tarball = info.filename.startsWith('/') ? info.filename : join(dir, info.filename);
+    const listing = (await run('tar', ['tvzf', tarball], { env })).stdout.trim().split('\n');
+    packed = listing.map((line) => {
+      const fields = line.trim().split(/\s+/);
+      const bits = fields[0]!.slice(1);
+      const mode = [0, 3, 6].reduce((m, i) => (m << 3) | ((bits[i] === 'r' ? 4 : 0) | (bits[i + 1] === 'w' ? 2 : 0) | (bits[i + 2] === 'x' ? 1 : 0)), 0);
+      return { path: fields[fields.length - 1]!.replace(/^package\//, ''), mode };
+    });
     await run('npm', ['install', '-g', tarball, '--prefix', prefix], { env });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
