@@ -10,7 +10,7 @@ import type { UploadContext } from './UploadContext';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceError } from '@cp/errors';
 import type { BackgroundAssemblies } from './BackgroundAssemblies';
-import { claimCompletion, claimWork, type Work } from './WorkClaims';
+import { claimCompletion, claimRemainingWork, type Work } from './WorkClaims';
 import { partsTouched } from './WriteAdmission';
 
 /**
@@ -66,12 +66,7 @@ export class UploadCompletion {
     const deadline = Date.now() + 2 * leases.assemblyLeaseMs;
     for (let pause = 10; ; pause = Math.min(2 * pause, 250)) {
       await timings.time('assembly', () => this.background.settled(record._id, Math.max(0, deadline - Date.now())));
-      const work = await commits.commit(record._id, async (view) => {
-        const total = record.total ?? view.state.total;
-        if (total === null || view.state.lastByte < 0) return null;
-        const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
-        return claimWork(view, total, candidates, clock(), leases, holder);
-      });
+      const work = await commits.commit(record._id, (view) => claimRemainingWork(view, record.total, clock(), leases, holder));
       // Gone (completed by another request meanwhile), or being completed by another request.
       if (!work || (!work.complete && work.assemblies.length === 0 && !work.allReceived)) return false;
       if (work.complete || work.assemblies.length > 0) {

@@ -4,7 +4,7 @@ import { mergeRanges, type ByteRange } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';
 import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext } from './UploadContext';
-import { claimWork } from './WorkClaims';
+import { claimRemainingWork } from './WorkClaims';
 
 /** What downloads need of the uploads: the status HEAD tells, and the repair of an unfinished completion. */
 export interface UploadStatusReader {
@@ -45,13 +45,7 @@ export class UploadStatus implements UploadStatusReader {
     if (record.state === 'ready') return record;
     const { commits, clock, leases, contents } = this.ctx;
     const holder = randomBytes(6).toString('hex');
-    const work = await commits.commit(record._id, async (view) => {
-      const total = record.total ?? view.state.total;
-      if (total === null || view.state.lastByte < 0) return null;
-      // Only parts that are not stored yet can need an assembly; stored ones are in the state.
-      const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
-      return claimWork(view, total, candidates, clock(), leases, holder);
-    });
+    const work = await commits.commit(record._id, (view) => claimRemainingWork(view, record.total, clock(), leases, holder));
     if (work) await this.completion.run(record, { ...work, replaced: undefined }, holder);
     return (await contents.find(record.ownerId, record._id)) ?? record;
   }

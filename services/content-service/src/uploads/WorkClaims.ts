@@ -55,6 +55,18 @@ export function allReceived(state: UploadState, total: number | null): boolean {
   return true;
 }
 
+/**
+ * Claims whatever a content still needs done: the assembly of every covered part not stored yet
+ * (stored parts are in the state) and the completion. Null when the total is not known or nothing
+ * was received (or the bookkeeping is gone).
+ */
+export async function claimRemainingWork(view: LedgerView, recordTotal: number | null, now: Date, leases: Leases, holder: string): Promise<Work | null> {
+  const total = recordTotal ?? view.state.total;
+  if (total === null || view.state.lastByte < 0) return null;
+  const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
+  return claimWork(view, total, candidates, now, leases, holder);
+}
+
 /** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
 export function claimCompletion(state: UploadState, total: number | null, now: Date, leases: Leases, holder?: string): boolean {
   if (total === null || total === 0) return false;
