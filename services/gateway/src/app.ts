@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:http';
 import type { Socket } from 'node:net';
 import express from 'express';
@@ -38,9 +38,12 @@ export function buildApp(deps: GatewayDeps): express.Express {
       createProxyMiddleware<IncomingMessage, ServerResponse>({
         target,
         agent,
-        xfwd: true,
+        // X-Forwarded-* are written in proxyReq below: httpxy's xfwd only sets X-Forwarded-For when
+        // it is absent, so the address the gateway saw would be lost behind a client's own value.
+        xfwd: false,
         on: {
           proxyReq: (proxyReq, req) => {
+            forwardedHeaders(proxyReq, req);
             // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
             // body byte; Node would otherwise hold the head back until the first body chunk.
             proxyReq.flushHeaders();
@@ -77,6 +80,21 @@ export function buildApp(deps: GatewayDeps): express.Express {
     sendError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
   });
   return app;
+}
+
+/**
+ * What each proxy in front of a service adds (services count trusted hops from the right of
+ * X-Forwarded-For): the address, port and protocol this gateway was reached with, appended to
+ * what came before it; the host only when no proxy named one.
+ */
+function forwardedHeaders(proxyReq: ClientRequest, req: IncomingMessage): void {
+  const encrypted = 'encrypted' in req.socket && req.socket.encrypted === true;
+  const seen = { for: req.socket.remoteAddress ?? '', port: String(req.socket.localPort ?? ''), proto: encrypted ? 'https' : 'http' };
+  for (const [name, value] of Object.entries(seen)) {
+    const prior = req.headers[`x-forwarded-${name}`];
+    proxyReq.setHeader(`x-forwarded-${name}`, prior ? `${String(prior)},${value}` : value);
+  }
+  if (!req.headers['x-forwarded-host'] && req.headers.host) proxyReq.setHeader('x-forwarded-host', req.headers.host);
 }
 
 /** The upstream sent nothing for UPSTREAM_TIMEOUT_MS (the proxyReq hook's timer). */
