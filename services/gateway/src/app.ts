@@ -8,7 +8,7 @@ import { type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
-import { gatewayErrorBody } from './http/upstreamErrorBody';
+import { sendGatewayError } from './http/upstreamErrorBody';
 
 export interface GatewayDeps {
   logger: Logger;
@@ -77,7 +77,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
       });
       return;
     }
-    sendError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
+    sendGatewayError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
   });
   return app;
 }
@@ -115,11 +115,6 @@ function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error,
     : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);
   res.setHeader('Retry-After', '5');
   if (!req.complete) res.setHeader('Connection', 'close');
-  sendError(res, upstream, failure, req.id);
+  sendGatewayError(res, upstream, failure, req.id);
 }
 
-function sendError(res: ServerResponse, upstream: Upstream | null, { status, code, message }: EdgeRefusal, trackId: string): void {
-  res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  res.end(JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId)));
-}

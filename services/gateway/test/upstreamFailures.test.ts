@@ -44,6 +44,7 @@ describe('the gateway when its upstream fails', () => {
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(res.status).toBe(504);
     expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.headers.get('x-error-id')).toBe('urn:error:contents:upstreamTimeout');
     expect(await res.json()).toMatchObject({ id: 'urn:error:contents:upstreamTimeout', 'status-code': 504 });
   });
 
@@ -55,6 +56,7 @@ describe('the gateway when its upstream fails', () => {
     const res = await fetch(`${gateway}/v1/${OWNER}/contents/${OWNER}`, { headers: { authorization: 'Bearer x' } });
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.headers.get('x-error-id')).toBe('urn:error:contents:serviceUnavailable');
     expect(await res.json()).toMatchObject({ id: 'urn:error:contents:serviceUnavailable', 'status-code': 503 });
   });
 

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '@cp/logging';
 import { upstreamFor } from './routes';
 import { EdgeRefusal } from './edgeChecks';
-import { gatewayErrorBody } from './upstreamErrorBody';
+import { gatewayErrorBody, gatewayErrorId, sendGatewayError } from './upstreamErrorBody';
 
 /** Status and code for what Node's HTTP parser refuses, by its error code. */
 function describe(error: NodeJS.ErrnoException): EdgeRefusal {
@@ -65,19 +65,15 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     const upstream = upstreamFor(path.split('?')[0] ?? '/');
     const trackId = req?.id ?? randomUUID();
     const body = JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId));
-    // As on every /v1 error: the id in a header too (see the content-service's errorHandler).
-    const errorId = upstream === 'auth' || upstream === 'sessions' ? null : `urn:error:contents:${code}`;
+    const errorId = gatewayErrorId(upstream, code);
     logger.info({ reqId: trackId, code: error.code, status }, 'client error');
 
     if (last && req && !req.complete) {
       // The body of the last request broke off: abort it upstream (closing the connection does)
       // and answer it with the error, when nothing of its answer or an earlier one is under way.
       if (pending.length === 1 && !last.headersSent) {
-        last.statusCode = status;
         last.setHeader('Connection', 'close');
-        last.setHeader('Content-Type', 'application/json; charset=utf-8');
-        if (errorId) last.setHeader('X-Error-Id', errorId);
-        last.end(body, () => abort(req, socket));
+        sendGatewayError(last, upstream, { status, code, message }, trackId, () => abort(req, socket));
         setTimeout(() => abort(req, socket), 1000).unref();
       } else {
         socket.destroy();
@@ -139,11 +135,8 @@ export function answerIdleTimeout(socket: Socket): void {
   }
   const upstream = upstreamFor((res.req.url ?? '/').split('?')[0] ?? '/');
   const refusal = new EdgeRefusal('requestTimeout', 'the request went silent for too long; send it again');
-  res.statusCode = refusal.status;
   res.setHeader('Connection', 'close');
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${refusal.code}`);
-  res.end(JSON.stringify(gatewayErrorBody(upstream, refusal.status, refusal.code, refusal.message, res.req.id)), () => abort(res.req, socket));
+  sendGatewayError(res, upstream, refusal, res.req.id, () => abort(res.req, socket));
   setTimeout(() => abort(res.req, socket), 1000).unref();
 }
 

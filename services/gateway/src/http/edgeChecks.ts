@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { ERROR_CATALOGUE, type ErrorCode } from '@cp/errors';
 import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { upstreamFor, type Upstream } from './routes';
-import { gatewayErrorBody } from './upstreamErrorBody';
+import { sendGatewayError } from './upstreamErrorBody';
 
 /** The content API's part size and content limit (the content-service stays the authority). */
 export const PART_SIZE = 64 * 1024 * 1024;
@@ -161,9 +161,6 @@ export function edgeChecks(): RequestHandler {
 
 export function sendRefusal(req: Request, res: Response, refusal: EdgeRefusal): void {
   const upstream: Upstream | null = upstreamFor(req.path);
-  res.statusCode = refusal.status;
   res.setHeader('Connection', 'close');
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
-  if (upstream !== 'auth' && upstream !== 'sessions') res.setHeader('X-Error-Id', `urn:error:contents:${refusal.code}`);
-  res.end(JSON.stringify(gatewayErrorBody(upstream, refusal.status, refusal.code, refusal.message, req.id)));
+  sendGatewayError(res, upstream, refusal, req.id);
 }
