@@ -1,6 +1,6 @@
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StorageTimeout, watchedDownload } from '../src/store/S3Progress';
+import { StorageTimeout, watchedDownload, watchedUpload } from '../src/store/S3Progress';
 
 describe('watchedDownload (the stall watch on an S3 body)', () => {
   it('fails a body S3 stops sending while the reader waits', async () => {
@@ -15,8 +15,9 @@ describe('watchedDownload (the stall watch on an S3 body)', () => {
   });
 
   it('does not fail a body S3 has sent whole, however long the reader takes over the rest', async () => {
-    const source = Readable.from([Buffer.alloc(1000)]);
+    const source = new PassThrough(); // as an S3 answer: the socket pushes its bytes, read or not
     const body = watchedDownload(source, 200);
+    source.end(Buffer.alloc(1000));
     let error: unknown = null;
     body.on('error', (e) => (error = e));
     await sleep(700); // nobody reads: the bytes wait here, S3 is done
@@ -34,4 +35,32 @@ describe('watchedDownload (the stall watch on an S3 body)', () => {
     expect(body.destroyed).toBe(true);
     expect(source.destroyed).toBe(true);
   }, 10_000);
+});
+
+describe('watchedUpload (the stall watch on a body sent to S3)', () => {
+  it('reports a stall when bytes wait and S3 takes none, and ends the watch on stop', async () => {
+    const body = new PassThrough({ highWaterMark: 16 });
+    const stalls: unknown[] = [];
+    const { stop } = watchedUpload(body, 200, (e) => stalls.push(e));
+    body.write(Buffer.alloc(64)); // nobody reads: the bytes wait for "S3"
+    await sleep(600);
+    stop();
+    expect(stalls.length).toBeGreaterThan(0);
+    expect(stalls[0]).toBeInstanceOf(StorageTimeout);
+  });
+
+  it('does not blame S3 for a client that is slow to send', async () => {
+    const body = new PassThrough();
+    const stalls: unknown[] = [];
+    const { stop } = watchedUpload(body, 200, (e) => stalls.push(e));
+    const taken: Buffer[] = [];
+    body.on('data', (c: Buffer) => taken.push(c)); // "S3" takes everything at once
+    body.write(Buffer.alloc(10));
+    await sleep(600); // and the client sends nothing more for a while
+    body.end(Buffer.alloc(5));
+    await sleep(50);
+    stop();
+    expect(stalls).toEqual([]);
+    expect(Buffer.concat(taken).length).toBe(15);
+  });
 });

@@ -191,9 +191,9 @@ export class ObjectStore {
     const onAbort = () => onError(signal!.reason);
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort);
-    const { watched, stop } = watchedUpload(body, this.timeouts.stallMs, onError);
+    const { stop } = watchedUpload(body, this.timeouts.stallMs, onError);
     try {
-      return await send(watched, controller.signal);
+      return await send(body, controller.signal);
     } catch (error) {
       throw failure ?? error;
     } finally {

@@ -1,4 +1,4 @@
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 
 /** S3 did not answer in time, or stopped taking a body it was sent. */
 export class StorageTimeout extends Error {
@@ -6,21 +6,41 @@ export class StorageTimeout extends Error {
 }
 
 /**
+ * Counts the bytes a stream's producer pushes into it, from inside (its own `push`), so that
+ * watching a body's progress puts no stream between it and its reader: one Transform fewer on
+ * every byte of every upload and download. `ended` turns true once the producer pushed the end.
+ */
+function countPushes(stream: Readable): { pushed: () => number; ended: () => boolean } {
+  let pushed = 0;
+  let ended = false;
+  const push = stream.push.bind(stream);
+  stream.push = (chunk: unknown, encoding?: BufferEncoding) => {
+    if (chunk === null) ended = true;
+    else if (chunk !== undefined) pushed += (chunk as { length: number }).length;
+    return push(chunk, encoding);
+  };
+  return { pushed: () => pushed, ended: () => ended };
+}
+
+/**
  * A body on its way into S3, watched: `onStall` gets a StorageTimeout once bytes are waiting (or
  * the body is all sent) and S3 takes none for `stallMs`. A client that is slow to send leaves
- * nothing waiting, which is not S3's fault and never trips it. `stop` ends the watch.
+ * nothing waiting, which is not S3's fault and never trips it. `stop` ends the watch and, when
+ * the body was not all sent, stops it flowing into the (failed) S3 request. `body` must not have
+ * been read from yet.
  */
-export function watchedUpload(body: Readable, stallMs: number, onStall: (error: StorageTimeout) => void): { watched: Readable; stop: () => void } {
-  const watched = new ProgressStream();
-  body.pipe(watched);
-  let lastTaken = watched.bytesTaken;
+export function watchedUpload(body: Readable, stallMs: number, onStall: (error: StorageTimeout) => void): { stop: () => void } {
+  const counted = countPushes(body);
+  // Bytes handed on to the reader (S3's socket), as opposed to still buffered in the body.
+  const taken = () => counted.pushed() - body.readableLength;
+  let lastTaken = taken();
   let lastProgressAt = Date.now();
   const watchdog = setInterval(
     () => {
-      const taken = watched.bytesTaken;
-      const waitingForS3 = watched.readableEnded || watched.readableLength > 0;
-      if (taken !== lastTaken || !waitingForS3) {
-        lastTaken = taken;
+      const now = taken();
+      const waitingForS3 = body.readableEnded || body.readableLength > 0;
+      if (now !== lastTaken || !waitingForS3) {
+        lastTaken = now;
         lastProgressAt = Date.now();
       } else if (Date.now() - lastProgressAt >= stallMs) {
         onStall(new StorageTimeout(`S3 made no progress for ${stallMs} ms`));
@@ -30,68 +50,44 @@ export function watchedUpload(body: Readable, stallMs: number, onStall: (error: 
   );
   const stop = () => {
     clearInterval(watchdog);
-    if (!watched.readableEnded) {
-      body.unpipe(watched);
-      watched.destroy();
-    }
+    if (!body.readableEnded) body.unpipe();
   };
-  return { watched, stop };
+  return { stop };
 }
 
 /**
- * An object's body that fails with StorageTimeout once S3 sends nothing for `stallMs` while
- * the reader would take more. A reader that is slow (a slow client) fills the buffer here and
- * pauses S3, which is not S3's fault and never trips it; once S3 has sent the whole body, nothing
- * is left to blame it for. An error nobody listens to (a reader that stopped without destroying
- * the body) ends the body quietly instead of taking the process down.
+ * An object's body, watched: it fails with StorageTimeout once S3 sends nothing for `stallMs`
+ * while the reader would take more. A reader that is slow (a slow client) fills the body's buffer
+ * and pauses S3, which is not S3's fault and never trips it; once S3 has sent the whole body,
+ * nothing is left to blame it for. An error nobody listens to (a reader that stopped without
+ * destroying the body) ends the body quietly instead of taking the process down. Returns `source`
+ * itself: the watch counts from inside it.
  */
 export function watchedDownload(source: Readable, stallMs: number): Readable {
-  const watched = new ProgressStream();
   // Readers add their own 'error' listeners; this one only keeps an error that no reader is there
   // to take (a body read no further, not destroyed) from being thrown out of the process.
-  watched.on('error', () => undefined);
-  const fail = (error: Error) => watched.destroy(error);
-  source.on('error', fail);
-  source.pipe(watched);
+  source.on('error', () => undefined);
+  const counted = countPushes(source);
   let last = -1;
   let lastProgressAt = Date.now();
   const watchdog = setInterval(
     () => {
-      const received = watched.bytesReceived;
-      const readerWaiting = watched.readableLength < watched.readableHighWaterMark;
+      if (counted.ended()) {
+        clearInterval(watchdog);
+        return;
+      }
+      const received = counted.pushed();
+      const readerWaiting = source.readableLength < source.readableHighWaterMark;
       if (received !== last || !readerWaiting) {
         last = received;
         lastProgressAt = Date.now();
       } else if (Date.now() - lastProgressAt >= stallMs) {
         clearInterval(watchdog);
-        fail(new StorageTimeout(`S3 sent nothing for ${stallMs} ms`));
+        source.destroy(new StorageTimeout(`S3 sent nothing for ${stallMs} ms`));
       }
     },
     Math.min(250, stallMs),
   );
-  source.once('end', () => clearInterval(watchdog));
-  watched.once('close', () => {
-    clearInterval(watchdog);
-    if (!source.destroyed && !source.readableEnded) source.destroy();
-  });
-  return watched;
-}
-
-/** Passes a body through, counting what came in and what the reader took. */
-class ProgressStream extends Transform {
-  private received = 0;
-
-  get bytesReceived(): number {
-    return this.received;
-  }
-
-  /** Bytes handed on to the reader (S3's socket), as opposed to still buffered here. */
-  get bytesTaken(): number {
-    return this.received - this.readableLength;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
-    this.received += chunk.length;
-    callback(null, chunk);
-  }
+  source.once('close', () => clearInterval(watchdog));
+  return source;
 }

@@ -34,7 +34,7 @@ export class ContentCreation {
       total = knownTotal;
     } else {
       // A chunked body without Content-Range: its length is known only at its end.
-      const counted = exactBody(request.body, PART_SIZE, true);
+      const counted = exactBody(request.body, PART_SIZE, { atMost: true });
       try {
         etag = await objects.putObjectOfUnknownLength(s3Key, counted, contentType);
       } catch (error) {

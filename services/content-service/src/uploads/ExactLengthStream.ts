@@ -1,3 +1,4 @@
+import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
 
 /** Raised when a body carries more or fewer bytes than its range says. */
@@ -12,24 +13,45 @@ export class BodyLengthMismatch extends Error {
   }
 }
 
+export interface ExactLengthOptions {
+  /** A shorter body is fine: only overflowing `expected` fails. */
+  atMost?: boolean;
+  /** Keep the SHA-256 of the bytes (`digest`). */
+  hash?: boolean;
+}
+
 /**
  * Passes bytes through while counting them; fails the stream as soon as it sees more than
  * `expected`, or at the end when it saw fewer. Put between a request and UploadPart so a short or
- * long body never becomes a stored part.
+ * long body never becomes a stored part. With `hash`, it also keeps the bytes' SHA-256 (one
+ * stream in the path, not two): the digest is ready as soon as `expected` bytes have passed,
+ * before the stream ends, since S3 answers a PutObject once it has its Content-Length of bytes,
+ * which can be before the request body's end (a chunked body's last, empty chunk) arrives.
  */
 export class ExactLengthStream extends Transform {
   private seen = 0;
+  private readonly atMost: boolean;
+  private readonly hash: Hash | null;
+  private hex: string | null = null;
 
-  /** With `atMost`, a shorter body is fine: only overflowing `expected` fails. */
   constructor(
     readonly expected: number,
-    private readonly atMost = false,
+    options: ExactLengthOptions = {},
   ) {
     super();
+    this.atMost = options.atMost ?? false;
+    this.hash = options.hash ? createHash('sha256') : null;
   }
 
   get bytesSeen(): number {
     return this.seen;
+  }
+
+  /** The SHA-256 (hex) of the bytes, once `expected` of them have passed (or the stream ended); needs `hash`. */
+  get digest(): string {
+    if (this.hash === null) throw new Error('this stream keeps no digest');
+    if (this.hex === null) throw new Error('the stream has not ended yet');
+    return this.hex;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
@@ -38,11 +60,19 @@ export class ExactLengthStream extends Transform {
       callback(new BodyLengthMismatch(this.expected, this.seen, true));
       return;
     }
+    if (this.hash) {
+      this.hash.update(chunk);
+      if (this.seen === this.expected) this.hex = this.hash.digest('hex');
+    }
     callback(null, chunk);
   }
 
   override _flush(callback: TransformCallback): void {
-    if (this.seen !== this.expected && !this.atMost) callback(new BodyLengthMismatch(this.expected, this.seen, false));
-    else callback();
+    if (this.seen !== this.expected && !this.atMost) {
+      callback(new BodyLengthMismatch(this.expected, this.seen, false));
+      return;
+    }
+    if (this.hash && this.hex === null) this.hex = this.hash.digest('hex');
+    callback();
   }
 }

@@ -6,8 +6,7 @@ import type { ContentRecord } from '../store/ContentRepository';
 import { emptyUploadState, type Piece } from '../store/UploadLedger';
 import type { ByteRange } from './ByteRanges';
 import { ClaimHeartbeat } from './ClaimHeartbeat';
-import { exactBody, pipeInto } from './exactBody';
-import { HashingStream } from './HashingStream';
+import { exactBody } from './exactBody';
 import { stagedKey } from './ObjectKeys';
 import { PartGrid, partKey } from './PartGrid';
 import type { StageTimings } from './StageTimings';
@@ -105,11 +104,11 @@ export class RangeWriter {
       return { piece: { ...wanted, kind: 'part', key: null, sha256: null }, etag };
     }
     const key = stagedKey(record._id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
-    const hashing = new HashingStream(length);
-    await objects.putObject(key, pipeInto(exactBody(body, length), hashing), length, 'application/octet-stream');
+    const hashed = exactBody(body, length, { hash: true });
+    await objects.putObject(key, hashed, length, 'application/octet-stream');
     metrics.piecesStaged.inc();
     metrics.stagedBytes.inc(length);
-    return { piece: { ...wanted, kind: 'staged', key, sha256: hashing.digest }, etag: null };
+    return { piece: { ...wanted, kind: 'staged', key, sha256: hashed.digest }, etag: null };
   }
 
   /** Under the content's lock: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */

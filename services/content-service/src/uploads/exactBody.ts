@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { ExactLengthStream } from './ExactLengthStream';
+import { ExactLengthStream, type ExactLengthOptions } from './ExactLengthStream';
 
 /** The client went away before its body was complete. */
 export class ClientDisconnected extends Error {
@@ -12,20 +12,14 @@ export class ClientDisconnected extends Error {
 /**
  * Wraps a request body so that whatever reads it gets exactly `expected` bytes or an error:
  * a short body, a long body and a dropped connection all fail the stream. With `atMost`, only a
- * body longer than `expected` fails.
+ * body longer than `expected` fails; with `hash`, the stream keeps the bytes' SHA-256.
  */
-export function exactBody(source: Readable, expected: number, atMost = false): ExactLengthStream {
-  const counted = new ExactLengthStream(expected, atMost);
+export function exactBody(source: Readable, expected: number, options: ExactLengthOptions = {}): ExactLengthStream {
+  const counted = new ExactLengthStream(expected, options);
   source.on('error', (error) => counted.destroy(error));
   source.on('close', () => {
     if (!source.readableEnded) counted.destroy(new ClientDisconnected());
   });
   source.pipe(counted);
   return counted;
-}
-
-/** `source.pipe(target)` that also fails `target` when `source` fails. */
-export function pipeInto<T extends NodeJS.WritableStream & { destroy(error?: Error): unknown }>(source: Readable, target: T): T {
-  source.on('error', (error) => target.destroy(error));
-  return source.pipe(target);
 }
