@@ -117,4 +117,3 @@ function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error,
   if (!req.complete) res.setHeader('Connection', 'close');
   sendGatewayError(res, upstream, failure, req.id);
 }
-
