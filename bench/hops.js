@@ -7,7 +7,7 @@
 // ratio is its CPU-s/GiB over its floor's: gateway / bare proxy, content-service / bare receiver.
 // 64 MiB parts (or 64 MiB ranges), 4 in flight. Phases alternate order over rounds; the lowest
 // CPU of each process over the rounds is reported (the best of N runs), with the MB/s of that round.
-//   pnpm bench hops [--gib 1] [--rounds 3]
+//   pnpm bench hops [--gib 1] [--rounds 3] [--default-v8]
 //   (CP_BENCH_PROFILE=<dir> also writes CPU profiles of the content-service and the gateway)
 const fs = require('node:fs');
 const path = require('node:path');
@@ -22,13 +22,16 @@ const {
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client, benchArgs } = require('./_support');
-const { freePort } = require('../scripts/stack');
+const { freePort, SERVICE_NODE_ARGS } = require('../scripts/stack');
 const { purgeStackData } = require('../scripts/purge');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
 const ROUNDS = Number(args.rounds ?? 3);
 const P = 64 * MiB;
+// The floors run on the services' V8 flags, so that a ratio measures the work of a hop rather than
+// a runtime setting; --default-v8 runs them on V8's defaults instead.
+const FLOOR_NODE_ARGS = 'default-v8' in args ? [] : SERVICE_NODE_ARGS;
 const TOTAL = GIB * 1024 * MiB;
 const PARTS = TOTAL / P;
 
@@ -40,7 +43,9 @@ const pidOf = (name) => Number(execFileSync('pgrep', ['-x', name]).toString().tr
 
 async function floorProcess(args) {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...FLOOR_NODE_ARGS, path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise((resolve, reject) => {
     child.stdout.once('data', resolve);
     child.once('exit', (code) => reject(new Error(`floor ${args[0]} exited with ${code}`)));
@@ -166,7 +171,9 @@ async function measure(pids, fn) {
       ['s3 server', 's3 server', 's3 server'],
       ['database', 'database', 'database'],
     ];
-    console.log(`\nCPU-s per GiB, best of ${ROUNDS} rounds (${GIB} GiB, 64 MiB parts, 4 in flight)`);
+    console.log(
+      `\nCPU-s per GiB, best of ${ROUNDS} rounds (${GIB} GiB, 64 MiB parts, 4 in flight; floors on V8 flags: ${FLOOR_NODE_ARGS.join(' ') || 'defaults'})`,
+    );
     console.log('process          | upload | floor  | ratio | download | floor  | ratio');
     for (const [label, key, floorLabel] of rows) {
       const cells = ['upload', 'download'].map((d) => {

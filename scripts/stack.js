@@ -6,6 +6,9 @@ const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 
+/** The V8 flags every service runs with: the same young-generation size as the images (deploy/Dockerfile says why). */
+const SERVICE_NODE_ARGS = ['--max-semi-space-size=2'];
+
 const ROOT = path.join(__dirname, '..');
 const DEV_ISSUER = 'content-platform-dev';
 
@@ -73,8 +76,7 @@ async function startService(name, { port, env = {}, logDir, readyPath, adminPort
   const out = fs.openSync(logFile, 'a');
   const entry = path.join(ROOT, 'services', name, 'dist', 'main.js');
   if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: run "pnpm build" first`);
-  // The same young-generation size as the images (deploy/Dockerfile says why).
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', ...nodeArgs, entry], {
+  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...nodeArgs, entry], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', out, out],
   });
@@ -194,7 +196,7 @@ async function startStack(opts = {}) {
   }
 }
 
-module.exports = { startStack, startService, backingEnv, freePort, ROOT };
+module.exports = { SERVICE_NODE_ARGS, startStack, startService, backingEnv, freePort, ROOT };
 
 if (require.main === module) {
   // The services' own defaults (their config.ts): API ports 8080-8083, admin ports 9464-9467.
