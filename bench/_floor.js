@@ -1,10 +1,11 @@
 // Child process of `pnpm bench hops`: the floors each hop of the data path is held against.
 //   node bench/_floor.js proxy <port> <target-url>   a bare Node.js HTTP proxy hop: http.request piped both ways
 //   node bench/_floor.js receiver <port>             a bare Node.js receiver: PUT /part streams the body into
-//                                                    UploadPart, GET /object streams a ranged GetObject out
+//                                                    UploadPart, PUT /object into PutObject, GET /object
+//                                                    streams a ranged GetObject out
 // Prints "ready" once it listens. No checks, no bookkeeping: what is left is the cost of the hop itself.
 const http = require('node:http');
-const { UploadPartCommand, GetObjectCommand } = require('@aws-sdk/client-s3');
+const { UploadPartCommand, GetObjectCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
 const { s3Client } = require('./_support');
 
 const [mode, port, target] = process.argv.slice(2);
@@ -39,6 +40,9 @@ function receiver() {
             ContentLength: Number(req.headers['content-length']),
           }),
         );
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ etag: out.ETag }));
+      } else if (req.method === 'PUT' && url.pathname === '/object') {
+        const out = await s3.send(new PutObjectCommand({ Bucket: q.bucket, Key: q.key, Body: req, ContentLength: Number(req.headers['content-length']) }));
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ etag: out.ETag }));
       } else if (req.method === 'GET' && url.pathname === '/object') {
         const out = await s3.send(new GetObjectCommand({ Bucket: q.bucket, Key: q.key, Range: req.headers.range }));

@@ -1,6 +1,6 @@
 // Shared pieces of the benchmarks: a stack of the services, peak RSS, timing, concurrency.
 const fs = require('node:fs');
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const path = require('node:path');
 const { S3Client } = require('@aws-sdk/client-s3');
 const stack = require('../scripts/stack');
@@ -23,6 +23,22 @@ const MiB = 1024 * 1024;
 function ensureBackingServers() {
   execFileSync('bash', [path.join(ROOT, 'deploy/local/backing-servers.sh'), 'start'], { stdio: 'inherit' });
   for (const [k, v] of Object.entries(backingEnv())) process.env[k] = process.env[k] || v;
+}
+
+/**
+ * Starts a floor of bench/_floor.js (`['receiver']` or `['proxy', targetUrl]`) as a process of its
+ * own with the given V8 flags; resolves once it listens.
+ */
+async function floorProcess(args, nodeArgs = stack.SERVICE_NODE_ARGS) {
+  const port = await stack.freePort();
+  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise((resolve, reject) => {
+    child.stdout.once('data', resolve);
+    child.once('exit', (code) => reject(new Error(`floor ${args[0]} exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
 /** Peak resident set size of a process so far (VmHWM), in MiB. */
@@ -91,7 +107,7 @@ function benchArgs(argv = process.argv.slice(2)) {
   );
 }
 
-module.exports = { benchArgs, MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
+module.exports = { benchArgs, floorProcess, MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
 
 const http = require('node:http');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });

@@ -10,8 +10,7 @@
 //   pnpm bench hops [--gib 1] [--rounds 3] [--default-v8]
 //   (CP_BENCH_PROFILE=<dir> also writes CPU profiles of the content-service and the gateway)
 const fs = require('node:fs');
-const path = require('node:path');
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
 const {
   CreateBucketCommand,
@@ -21,8 +20,8 @@ const {
   DeleteBucketCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client, benchArgs } = require('./_support');
-const { freePort, SERVICE_NODE_ARGS } = require('../scripts/stack');
+const { MiB, floorProcess, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client, benchArgs } = require('./_support');
+const { SERVICE_NODE_ARGS } = require('../scripts/stack');
 const { purgeStackData } = require('../scripts/purge');
 
 const args = benchArgs();
@@ -41,18 +40,6 @@ const cpuSeconds = (pid) => {
 };
 const pidOf = (name) => Number(execFileSync('pgrep', ['-x', name]).toString().trim().split('\n')[0]);
 
-async function floorProcess(args) {
-  const port = await freePort();
-  const child = spawn(process.execPath, [...FLOOR_NODE_ARGS, path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise((resolve, reject) => {
-    child.stdout.once('data', resolve);
-    child.once('exit', (code) => reject(new Error(`floor ${args[0]} exited with ${code}`)));
-  });
-  return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGTERM') };
-}
-
 /** Runs `fn` and returns its MB/s and the CPU seconds per GiB each process spent meanwhile. */
 async function measure(pids, fn) {
   execFileSync('sync');
@@ -68,8 +55,8 @@ async function measure(pids, fn) {
   const s3 = s3Client();
   const Bucket = `bench-hops-${Date.now().toString(36)}`;
   await s3.send(new CreateBucketCommand({ Bucket }));
-  const receiver = await floorProcess(['receiver']);
-  const proxy = await floorProcess(['proxy', receiver.url]);
+  const receiver = await floorProcess(['receiver'], FLOOR_NODE_ARGS);
+  const proxy = await floorProcess(['proxy', receiver.url], FLOOR_NODE_ARGS);
   const stack = await startStack({ prefix: `hops${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' } });
   const byName = Object.fromEntries(stack.services.map((s) => [s.name, s.pid]));
   const backing = { 's3 server': pidOf('versitygw'), database: pidOf('ferretdb') };

@@ -3,12 +3,14 @@
 // and where each chunk's time goes, read from the content-service's Server-Timing header: gateway
 // (and loopback), auth, record lookup, lock wait, bookkeeping commits, the staging PutObject,
 // assembly and completion. The baseline, in the same run: sequential 1 MiB PutObjects straight to
-// the S3 server from this process.
+// the S3 server from this process. The floor of the path's shape, also in the same run: the same
+// sequential MiBs through a bare Node.js proxy into a bare receiver that streams each into a
+// PutObject (bench/_floor.js): two Node.js hops and S3, with no checks and no bookkeeping.
 //   pnpm bench sdk-chunks [--mib 256] [--rounds 3]
 const { randomBytes, randomUUID } = require('node:crypto');
 const { CreateBucketCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, inFlight, startStack, request, s3Client, benchArgs } = require('./_support');
+const { MiB, floorProcess, ensureBackingServers, inFlight, startStack, request, s3Client, benchArgs } = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
 const args = benchArgs();
@@ -70,6 +72,21 @@ async function s3Sequential(s3, Bucket, data) {
   return { seconds: (performance.now() - started) / 1000, samples };
 }
 
+/** CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's PutObject. */
+async function floorSequential(proxyUrl, Bucket, data) {
+  const samples = [];
+  const started = performance.now();
+  for (let i = 0; i < CHUNKS; i++) {
+    const t = performance.now();
+    const res = await request('PUT', `${proxyUrl}/object?${new URLSearchParams({ bucket: Bucket, key: `floor/${i}` })}`, {}, data[i % data.length], {
+      keep: true,
+    });
+    if (res.status !== 200) throw new Error(`floor PUT answered ${res.status}: ${res.body}`);
+    samples.push({ ms: performance.now() - t, server: {} });
+  }
+  return { seconds: (performance.now() - started) / 1000, samples };
+}
+
 function summary(run) {
   const sorted = run.samples.map((s) => s.ms).sort((a, b) => a - b);
   return { mbps: (CHUNKS * MiB) / 1e6 / run.seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
@@ -89,6 +106,8 @@ async function main() {
   ensureBackingServers();
   const stack = await startStack({ prefix: `benchs${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' } });
   const s3 = s3Client();
+  const receiver = await floorProcess(['receiver']);
+  const proxy = await floorProcess(['proxy', receiver.url]);
   try {
     const data = Array.from({ length: 16 }, () => randomBytes(MiB));
     const owner = randomUUID();
@@ -98,6 +117,7 @@ async function main() {
     await s3.send(new CreateBucketCommand({ Bucket }));
     const phases = {
       s3: () => s3Sequential(s3, Bucket, data),
+      floor: () => floorSequential(proxy.url, Bucket, data),
       sequential: () => upload(api, auth, data, 1),
       inFlight8: () => upload(api, auth, data, 8),
     };
@@ -115,10 +135,13 @@ async function main() {
     };
     console.log(`\n${CHUNKS} × 1 MiB, best of ${ROUNDS} round(s)`);
     console.log(line('S3 server alone: sequential PutObjects', best.s3));
+    console.log(line('floor: bare proxy + bare receiver, sequential', best.floor));
     console.log(line('through the gateway: sequential (C# SDK)', best.sequential));
     console.log(line('through the gateway: 8 in flight', best.inFlight8));
     const ratio = summary(best.sequential).mbps / summary(best.s3).mbps;
     console.log(`ratio sequential chunks / sequential PutObjects: ${ratio.toFixed(2)} (target ≥ 0.5)`);
+    const floorRatio = summary(best.floor).mbps / summary(best.s3).mbps;
+    console.log(`ratio floor / sequential PutObjects: ${floorRatio.toFixed(2)} (two bare Node.js hops, no bookkeeping)`);
     console.log('\nmean ms per chunk, by stage (Server-Timing; gateway = client wait beyond the content-service total)');
     const rows = { sequential: breakdown(best.sequential), '8 in flight': breakdown(best.inFlight8) };
     const stages = ['client', 'gateway', ...STAGES, 'other'];
@@ -134,6 +157,8 @@ async function main() {
           .join('')}`,
       );
   } finally {
+    proxy.stop();
+    receiver.stop();
     s3.destroy();
     await stack.stop();
     await purgeStackData(stack.prefix, stack.backing);
