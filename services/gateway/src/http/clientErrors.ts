@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@cp/logging';
-import { upstreamFor } from './routes';
+import { upstreamFor, type Upstream } from './routes';
 import { EdgeRefusal } from './edgeChecks';
 import { gatewayErrorBody, gatewayErrorId, sendGatewayError } from './upstreamErrorBody';
 
@@ -60,20 +60,18 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     const pending = [...(unfinished.get(socket) ?? [])].filter((r) => !r.writableFinished);
     const last = pending.at(-1);
     const req = last?.req;
-    const { status, code, message } = describe(error);
+    const refusal = describe(error);
     const path = pathOf(error, req);
     const upstream = upstreamFor(path.split('?')[0] ?? '/');
     const trackId = req?.id ?? randomUUID();
-    const body = JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId));
-    const errorId = gatewayErrorId(upstream, code);
-    logger.info({ reqId: trackId, code: error.code, status }, 'client error');
+    logger.info({ reqId: trackId, code: error.code, status: refusal.status }, 'client error');
 
     if (last && req && !req.complete) {
       // The body of the last request broke off: abort it upstream (closing the connection does)
       // and answer it with the error, when nothing of its answer or an earlier one is under way.
       if (pending.length === 1 && !last.headersSent) {
         last.setHeader('Connection', 'close');
-        sendGatewayError(last, upstream, { status, code, message }, trackId, () => abort(req, socket));
+        sendGatewayError(last, upstream, refusal, trackId, () => abort(req, socket));
         setTimeout(() => abort(req, socket), 1000).unref();
       } else {
         socket.destroy();
@@ -81,7 +79,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
       return;
     }
     if (pending.length === 0) {
-      writeBareError(socket, status, body, errorId);
+      writeBareError(socket, upstream, refusal, trackId);
       return;
     }
     // The requests in flight are whole: their answers go first, then the error, then the close.
@@ -92,17 +90,20 @@ export function answerClientErrors(server: Server, logger: Logger): void {
       });
       res.once('finish', () => {
         left -= 1;
-        if (left === 0) writeBareError(socket, status, body, errorId);
+        if (left === 0) writeBareError(socket, upstream, refusal, trackId);
       });
     }
   });
 }
 
-function writeBareError(socket: Socket, status: number, body: string, errorId: string | null): void {
+/** The error written straight to the socket, when no response object is there to carry it (as sendGatewayError words it). */
+function writeBareError(socket: Socket, upstream: Upstream | null, { status, code, message }: EdgeRefusal, trackId: string): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
+  const body = JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId));
+  const errorId = gatewayErrorId(upstream, code);
   const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large' }[status] ?? 'Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n${errorId ? `X-Error-Id: ${errorId}\r\n` : ''}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
