@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Principal } from './Principal';
@@ -17,6 +18,15 @@ export interface BearerVerifierOptions {
   clockToleranceSeconds?: number;
   /** How long a fetch of the remote JWKS may take (jose's default: 5 s). */
   jwksTimeoutMs?: number;
+  /**
+   * How long a verified token is answered from memory (0: never). Never past the token's own `exp`;
+   * a key removed from the JWKS stops a token it signed within this time. Default 60 s.
+   */
+  cacheSeconds?: number;
+  /** How many verified tokens are kept (the oldest go first). Default 10 000. */
+  cacheEntries?: number;
+  /** Milliseconds since the epoch (tests move it). */
+  now?: () => number;
 }
 
 /** The token is not acceptable (401). Anything else `verify` throws means the keys could not be had (503). */
@@ -27,6 +37,13 @@ export class InvalidBearerToken extends Error {
 /** Verifies OpenID Connect access tokens with jose: signature, iss, aud, exp, nbf, alg. */
 export class BearerVerifier {
   private readonly keys: Parameters<typeof jwtVerify>[1];
+  /**
+   * Tokens that verified, by the SHA-256 of the token (never the token itself), with the principal
+   * and until when the answer holds. An API client sends the same token with every request (with
+   * every 1 MiB chunk); a signature check each time cost more than the rest of the authentication.
+   * Only verified tokens enter, so a caller cannot fill it without tokens the issuer signed.
+   */
+  private readonly verified = new Map<string, { principal: Principal; until: number }>();
 
   constructor(private readonly options: BearerVerifierOptions) {
     if (options.jwksUrl) {
@@ -43,6 +60,25 @@ export class BearerVerifier {
   }
 
   async verify(token: string): Promise<Principal> {
+    const cacheMs = (this.options.cacheSeconds ?? 60) * 1000;
+    if (cacheMs <= 0) return (await this.checked(token)).principal;
+    const now = this.options.now?.() ?? Date.now();
+    const key = createHash('sha256').update(token).digest('base64url');
+    const hit = this.verified.get(key);
+    if (hit && hit.until > now) return structuredClone(hit.principal);
+    this.verified.delete(key);
+    const { principal, exp } = await this.checked(token);
+    const until = Math.min(now + cacheMs, exp * 1000);
+    if (until > now) {
+      this.verified.set(key, { principal: structuredClone(principal), until });
+      const limit = this.options.cacheEntries ?? 10_000;
+      while (this.verified.size > limit) this.verified.delete(this.verified.keys().next().value!);
+    }
+    return principal;
+  }
+
+  /** The full check, with the token's `exp` (seconds since the epoch). */
+  private async checked(token: string): Promise<{ principal: Principal; exp: number }> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, this.keys, {
@@ -51,6 +87,7 @@ export class BearerVerifier {
         algorithms: this.options.algorithms,
         clockTolerance: this.options.clockToleranceSeconds ?? 30,
         requiredClaims: ['exp'],
+        ...(this.options.now ? { currentDate: new Date(this.options.now()) } : {}),
       }));
     } catch (error) {
       // The issuer's JWKS endpoint timing out or answering garbage says nothing about the token.
@@ -63,7 +100,7 @@ export class BearerVerifier {
     // `sub` is not required (a client-credentials token may lack it); the subject is for logs only.
     const subject =
       payload.sub ?? (typeof payload.client_id === 'string' ? payload.client_id : undefined) ?? (typeof payload.azp === 'string' ? payload.azp : '');
-    return { kind: 'bearer', subject, owners: owners.map((o) => o.toLowerCase()) };
+    return { principal: { kind: 'bearer', subject, owners: owners.map((o) => o.toLowerCase()) }, exp: payload.exp! };
   }
 }
 

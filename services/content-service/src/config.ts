@@ -30,6 +30,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_JWKS_FILE: z.string().min(1).optional(),
       JWT_ALGORITHMS: env.list('RS256,ES256,EdDSA'),
       JWT_OWNERS_CLAIM: z.string().min(1).default('owners'),
+      /** A verified Bearer token is answered from memory this long (never past its exp); 0: verified on every request. */
+      JWT_CACHE_SECONDS: env.int(60, 0),
       // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
       ...optionalCalledService('SESSION_SERVICE'),
       /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */

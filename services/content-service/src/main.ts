@@ -77,6 +77,7 @@ startService({
           jwksFile: config.JWT_JWKS_FILE,
           algorithms: config.JWT_ALGORITHMS,
           ownersClaim: config.JWT_OWNERS_CLAIM,
+          cacheSeconds: config.JWT_CACHE_SECONDS,
         })
       : null;
     const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
