@@ -1,4 +1,4 @@
-import type { Collection, Db, WithoutId } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection, Db, WithoutId } from 'mongodb';
 import { randomBytes } from 'node:crypto';
 import { partKey } from '../uploads/PartGrid';
 import { isDuplicateKey } from './Claims';
@@ -57,6 +57,8 @@ export class UploadLedger {
   private readonly recent = new Map<string, { version: StateVersion; at: number }>();
   /** Part documents by `_id` (immutable once written). */
   private readonly recentParts = new Map<string, StoredPartRanges>();
+  /** Versions committed here whose garbage is still to go, by content (see scheduleTidy). */
+  private readonly untidy = new Map<string, Untidy>();
 
   constructor(db: Db) {
     this.versions = db.collection<StoredVersion>('upload_versions');
@@ -137,17 +139,22 @@ export class UploadLedger {
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
       // Lost the race: the part documents written for it are nobody's.
-      await this.partRanges.deleteMany({ _id: { $in: written.map((d) => d._id) } }).catch(() => undefined);
+      // (One delete per `_id`: FerretDB v1 answers `$in` over `_id` by a far slower scan.)
+      if (written.length > 0)
+        await this.partRanges
+          .bulkWrite(
+            written.map((d) => ({ deleteOne: { filter: { _id: d._id } } })),
+            { ordered: false },
+          )
+          .catch(() => undefined);
       this.recent.delete(contentId);
       return false;
     }
-    const previous = this.recent.get(contentId)?.version;
     remember(this.recent, contentId, { version: structuredClone(version), at: Date.now() }, RECENT_VERSIONS);
     for (const doc of written) remember(this.recentParts, doc._id, structuredClone(doc), RECENT_PARTS);
     state.version = n;
     state.partDocs = partDocs;
-    // Garbage only, off the request path: a later commit tries again.
-    void this.tidy(contentId, n, previous?.n === n - 1 ? previous.replaced : undefined).catch(() => undefined);
+    this.scheduleTidy(contentId, n, replaced);
     return true;
   }
 
@@ -199,6 +206,7 @@ export class UploadLedger {
       }
     }
     this.recent.delete(contentId);
+    if (!this.untidy.get(contentId)?.running) this.untidy.delete(contentId);
     await this.setHead(contentId, n);
     const docs = new Set<string>([...Object.values(latest?.partDocs ?? {}), ...(latest?.replaced ?? [])]);
     for (let k = 1; k <= partCount; k++) docs.add(UploadLedger.partId(contentId, k));
@@ -252,20 +260,71 @@ export class UploadLedger {
     return found;
   }
 
-  /** After version n: the hint moves on; the part documents only version n-2 named go, and n-2 becomes a stub. */
-  private async tidy(contentId: string, n: number, replacedByPrevious?: string[]): Promise<void> {
-    await this.setHead(contentId, n);
-    if (n < 3) return;
-    let replaced = replacedByPrevious;
-    if (!replaced) {
-      const previous = await this.versions.findOne({ _id: versionId(contentId, n - 1) });
-      replaced = previous && !isStub(previous) ? previous.replaced : [];
+  /**
+   * Garbage only, off the request path: after version n the head hint moves on, the part documents
+   * only version n-2 named go, and n-2 becomes a stub. One tidy runs per content at a time; the
+   * versions committed meanwhile are tidied together next (one round trip for their deletes and
+   * one for their stubs), so a store slower than the commits makes batches grow, not tasks. At
+   * most MAX_UNTIDY versions wait per content: past that the oldest stays whole (the content's
+   * `forget` removes it all the same).
+   */
+  private scheduleTidy(contentId: string, n: number, replaced: string[]): void {
+    let entry = this.untidy.get(contentId);
+    if (!entry) {
+      entry = { waiting: new Map(), running: false };
+      this.untidy.set(contentId, entry);
+      // Kept while idle for `last` (no lookup of the previous version), for as many contents as `recent`.
+      if (this.untidy.size > RECENT_VERSIONS) {
+        for (const [id, e] of this.untidy) {
+          if (e.running) continue;
+          this.untidy.delete(id);
+          break;
+        }
+      }
     }
-    for (const id of replaced) {
-      this.recentParts.delete(id);
-      await this.partRanges.deleteOne({ _id: id });
+    entry.waiting.set(n, replaced);
+    if (entry.waiting.size > MAX_UNTIDY) entry.waiting.delete(entry.waiting.keys().next().value!);
+    if (!entry.running) void this.runTidy(contentId, entry);
+  }
+
+  private async runTidy(contentId: string, entry: Untidy): Promise<void> {
+    entry.running = true;
+    try {
+      while (entry.waiting.size > 0) {
+        const batch = entry.waiting;
+        entry.waiting = new Map();
+        // A failure leaves garbage only: a later batch, or the content's forget, removes it.
+        await this.tidy(contentId, batch, entry.last).catch(() => undefined);
+        const top = Math.max(...batch.keys());
+        entry.last = { n: top, replaced: batch.get(top)! };
+      }
+    } finally {
+      entry.running = false;
     }
-    await this.stub(contentId, n - 2);
+  }
+
+  /** Tidies after each version of `batch` (n → the part documents it replaced); `last`: the version tidied before. */
+  private async tidy(contentId: string, batch: Map<number, string[]>, last?: { n: number; replaced: string[] }): Promise<void> {
+    const ns = [...batch.keys()].sort((a, b) => a - b);
+    await this.setHead(contentId, ns.at(-1)!);
+    const deletes: AnyBulkWriteOperation<StoredPartRanges>[] = [];
+    const stubs: AnyBulkWriteOperation<StoredVersion>[] = [];
+    for (const n of ns) {
+      if (n < 3) continue;
+      let replaced = batch.get(n - 1) ?? (last?.n === n - 1 ? last.replaced : undefined);
+      if (!replaced) {
+        const previous = await this.versions.findOne({ _id: versionId(contentId, n - 1) });
+        replaced = previous && !isStub(previous) ? previous.replaced : [];
+      }
+      for (const id of replaced) {
+        this.recentParts.delete(id);
+        deletes.push({ deleteOne: { filter: { _id: id } } });
+      }
+      const stub: Omit<StubVersion, '_id'> = { contentId, n: n - 2, stub: true, at: new Date() };
+      stubs.push({ replaceOne: { filter: { _id: versionId(contentId, n - 2) }, replacement: stub as WithoutId<StoredVersion> } });
+    }
+    if (deletes.length > 0) await this.partRanges.bulkWrite(deletes, { ordered: false });
+    if (stubs.length > 0) await this.versions.bulkWrite(stubs, { ordered: false });
   }
 
   /** Drops version m's state and keeps its `_id` taken. */
@@ -281,6 +340,16 @@ export class UploadLedger {
       if (!isDuplicateKey(error)) throw error; // a head with a later n exists already
     }
   }
+}
+
+/** How many versions of one content may wait for their tidy (see scheduleTidy). */
+const MAX_UNTIDY = 256;
+
+interface Untidy {
+  /** Version n → the part documents it replaced. */
+  waiting: Map<number, string[]>;
+  running: boolean;
+  last?: { n: number; replaced: string[] };
 }
 
 async function upsert<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<void> {
