@@ -13,7 +13,7 @@ import { Contract, startRecording, stopRecording, type Exchange } from './suppor
 import { call, contentsUrl, download, newOwner, postPart, putPart, rawRequest } from './support/http';
 import { TestPki, type Issued } from './support/pki';
 import { closedPort } from './support/proxies';
-import { startService, type ServiceHandle } from './support/replicas';
+import { startFront, startService, type ServiceHandle } from './support/replicas';
 import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, signIn } from './support/signin';
 import { testStack, tokenFor } from './support/stack';
 
@@ -173,18 +173,8 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     });
 
     it('AuthenticateByCert, ApproveCert and RefreshSession: 429 over the rate limit', async () => {
-      const stack = testStack();
-      const logDir = join(stack.logDir, 'contract-limits');
       const limits = { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_KEY_POINTS: '1', RATE_LIMIT_PER_KEY_SECONDS: '60', LOG_LEVEL: 'warn' };
-      const auth = await startService('auth-service', { logDir, env: { ...stack.authEnv, ...limits } });
-      started.push(auth);
-      const session = await startService('session-service', { logDir, env: { ...stack.sessionEnv, ...limits } });
-      started.push(session);
-      const gw = await startService('gateway', {
-        logDir,
-        env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, AUTH_SERVICE_URL: auth.url, SESSION_SERVICE_URL: session.url },
-      });
-      started.push(gw);
+      const gw = await startFront('contract-limits', limits, started);
       const got = await conforming(async () => {
         const limited = await newApiKey();
         const q = `apiKey=${limited}`;

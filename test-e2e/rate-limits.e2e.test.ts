@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { call, type Answer } from './support/http';
 import { newApiKey } from './support/signin';
-import { freePort, startService, type ServiceHandle } from './support/replicas';
+import { freePort, startFront, startService, type ServiceHandle } from './support/replicas';
 import { testStack } from './support/stack';
 
 const PER_KEY = 3;
@@ -26,18 +26,7 @@ describe('rate limits on /auth and /sessions', () => {
   let gateway: string;
 
   beforeAll(async () => {
-    const stack = testStack();
-    const logDir = join(stack.logDir, 'rate-limits');
-    const auth = await startService('auth-service', { logDir, env: { ...stack.authEnv, ...limits } });
-    started.push(auth);
-    const session = await startService('session-service', { logDir, env: { ...stack.sessionEnv, ...limits } });
-    started.push(session);
-    const gw = await startService('gateway', {
-      logDir,
-      env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, AUTH_SERVICE_URL: auth.url, SESSION_SERVICE_URL: session.url },
-    });
-    started.push(gw);
-    gateway = gw.url;
+    gateway = (await startFront('rate-limits', limits, started)).url;
   });
 
   afterAll(async () => {

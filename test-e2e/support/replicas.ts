@@ -35,3 +35,23 @@ export function contentReplicaEnv(extra: Record<string, string> = {}): Record<st
     ...extra,
   };
 }
+
+/**
+ * An auth-service and a session-service of their own, with `env` added (rate limits, say), and a
+ * gateway in front of them and of the test stack's content-service. Each is pushed onto `started`
+ * as soon as it runs, so that the caller's cleanup stops whatever did start. Returns the gateway.
+ */
+export async function startFront(logDirName: string, env: Record<string, string>, started: ServiceHandle[]): Promise<ServiceHandle> {
+  const stack = testStack();
+  const logDir = join(stack.logDir, logDirName);
+  const auth = await startService('auth-service', { logDir, env: { ...stack.authEnv, ...env } });
+  started.push(auth);
+  const session = await startService('session-service', { logDir, env: { ...stack.sessionEnv, ...env } });
+  started.push(session);
+  const gateway = await startService('gateway', {
+    logDir,
+    env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, AUTH_SERVICE_URL: auth.url, SESSION_SERVICE_URL: session.url },
+  });
+  started.push(gateway);
+  return gateway;
+}
