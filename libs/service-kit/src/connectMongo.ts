@@ -1,5 +1,5 @@
 import { mongoTimeouts } from '@cp/config';
-import { MongoClient, type Db } from 'mongodb';
+import type { Db, MongoClient } from 'mongodb';
 import type { ReadinessCheck } from './healthRoutes';
 
 export interface MongoConnection {
@@ -18,6 +18,9 @@ export async function connectMongo(
   settings: { MONGODB_URL: string; MONGODB_DATABASE: string; MONGODB_TIMEOUT_MS: number },
   maxPoolSize: number,
 ): Promise<MongoConnection> {
+  // Loaded here, not at the top: the gateway takes this package without a database, and the
+  // driver's 6 MB of heap would make each of its garbage collections dearer.
+  const { MongoClient } = await import('mongodb');
   const client = new MongoClient(settings.MONGODB_URL, { ...mongoTimeouts(settings.MONGODB_TIMEOUT_MS), maxPoolSize });
   await client.connect();
   const db = client.db(settings.MONGODB_DATABASE);
