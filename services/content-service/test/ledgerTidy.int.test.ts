@@ -37,6 +37,24 @@ describe('UploadLedger tidying', () => {
     expect((await db.collection('upload_heads').findOne({ _id: id as never }))?.n).toBe(12);
   });
 
+  it('forgets a content whose tidy has not run yet: no part document left, every version but the mark a stub', async () => {
+    const id = 'tidy-forget-0000-0000-000000000003';
+    const writer = new UploadLedger(db);
+    const other = new UploadLedger(db); // another replica, whose own tidy is still waiting too
+    for (let i = 0; i < 6; i++) {
+      const ledger = i % 2 === 0 ? writer : other;
+      const state = await ledger.state(id);
+      const part = await ledger.part(id, 1 + (i % 3), state);
+      part.pieces = [...part.pieces, piece(i * 10, i * 10 + 9)];
+      expect(await ledger.commit(state, [part])).toBe(true);
+    }
+    await writer.forget(id);
+    expect(await db.collection('part_ranges').countDocuments({ contentId: id })).toBe(0);
+    const versions = await db.collection('upload_versions').find({ contentId: id }).toArray();
+    expect(versions.filter((v) => !v.stub).map((v) => [v.n, v.gone])).toEqual([[7, true]]);
+    expect(await writer.state(id)).toMatchObject({ lastByte: -1, parts: {}, version: 7 });
+  });
+
   it('leaves no part document of a writer that lost the race for a version', async () => {
     const id = 'lost-race-0000-0000-000000000002';
     const a = new UploadLedger(db);

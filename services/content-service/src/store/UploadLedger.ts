@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection, Db, WithoutId } from 'mongodb';
+import type { AnyBulkWriteOperation, Collection, Db, UpdateFilter } from 'mongodb';
 import { randomBytes } from 'node:crypto';
 import { partKey } from '../uploads/PartGrid';
 import { isDuplicateKey } from './Claims';
@@ -13,7 +13,6 @@ import {
   type Head,
   type StateVersion,
   type StoredVersion,
-  type StubVersion,
 } from './LedgerVersions';
 import {
   decodePiece,
@@ -188,11 +187,11 @@ export class UploadLedger {
   }
 
   /**
-   * Removes the bookkeeping of a content with parts 1..partCount. A last version marks it gone
+   * Removes the bookkeeping of a content. A last version marks it gone
    * first, so that a writer still computing from an older version cannot bring it back; the
    * versions themselves stay (as stubs) until `dropGoneMarks`, so that none of their `_id`s is free.
    */
-  async forget(contentId: string, partCount: number): Promise<void> {
+  async forget(contentId: string): Promise<void> {
     let latest = await this.latest(contentId);
     let n: number;
     for (;;) {
@@ -206,12 +205,18 @@ export class UploadLedger {
       }
     }
     this.recent.delete(contentId);
-    if (!this.untidy.get(contentId)?.running) this.untidy.delete(contentId);
+    const untidy = this.untidy.get(contentId);
+    if (untidy) {
+      clearTimeout(untidy.timer);
+      untidy.timer = undefined;
+      untidy.waiting.clear();
+      this.untidy.delete(contentId);
+    }
     await this.setHead(contentId, n);
-    const docs = new Set<string>([...Object.values(latest?.partDocs ?? {}), ...(latest?.replaced ?? [])]);
-    for (let k = 1; k <= partCount; k++) docs.add(UploadLedger.partId(contentId, k));
-    for (const id of docs) await this.partRanges.deleteOne({ _id: id });
-    for (let m = Math.max(1, n - 2); m < n; m++) await this.stub(contentId, m);
+    // All of the content's part documents, whoever wrote them and whatever tidy did not run (one
+    // scan of a collection that holds only unfinished contents' parts).
+    await this.partRanges.deleteMany({ contentId });
+    await this.stubRange(contentId, 1, n - 1);
     await this.legacyStates.deleteOne({ _id: contentId });
   }
 
@@ -262,11 +267,12 @@ export class UploadLedger {
 
   /**
    * Garbage only, off the request path: after version n the head hint moves on, the part documents
-   * only version n-2 named go, and n-2 becomes a stub. One tidy runs per content at a time; the
-   * versions committed meanwhile are tidied together next (one round trip for their deletes and
-   * one for their stubs), so a store slower than the commits makes batches grow, not tasks. At
-   * most MAX_UNTIDY versions wait per content: past that the oldest stays whole (the content's
-   * `forget` removes it all the same).
+   * only version n-2 named go, and n-2 becomes a stub. The versions committed here wait and are
+   * tidied together, once TIDY_BATCH of them wait or TIDY_DELAY_MS after the first, in three round
+   * trips whatever their number (the head, one bulk of deletes, one ranged update for the stubs):
+   * on FerretDB every update or delete scans its collection, so one per chunk cost more than the
+   * chunk's own inserts. One tidy runs per content at a time; at most MAX_UNTIDY versions wait per
+   * content: past that the oldest stays whole (the content's `forget` removes it all the same).
    */
   private scheduleTidy(contentId: string, n: number, replaced: string[]): void {
     let entry = this.untidy.get(contentId);
@@ -276,7 +282,7 @@ export class UploadLedger {
       // Kept while idle for `last` (no lookup of the previous version), for as many contents as `recent`.
       if (this.untidy.size > RECENT_VERSIONS) {
         for (const [id, e] of this.untidy) {
-          if (e.running) continue;
+          if (e.running || e.timer) continue;
           this.untidy.delete(id);
           break;
         }
@@ -284,31 +290,46 @@ export class UploadLedger {
     }
     entry.waiting.set(n, replaced);
     if (entry.waiting.size > MAX_UNTIDY) entry.waiting.delete(entry.waiting.keys().next().value!);
-    if (!entry.running) void this.runTidy(contentId, entry);
+    this.tidySoon(contentId, entry);
+  }
+
+  /** Starts the content's tidy now when a batch is full, else once TIDY_DELAY_MS have passed. */
+  private tidySoon(contentId: string, entry: Untidy): void {
+    if (entry.running || entry.waiting.size === 0) return;
+    if (entry.waiting.size >= TIDY_BATCH) {
+      clearTimeout(entry.timer);
+      entry.timer = undefined;
+      void this.runTidy(contentId, entry);
+    } else if (!entry.timer) {
+      entry.timer = setTimeout(() => {
+        entry.timer = undefined;
+        if (!entry.running) void this.runTidy(contentId, entry);
+      }, TIDY_DELAY_MS);
+      entry.timer.unref();
+    }
   }
 
   private async runTidy(contentId: string, entry: Untidy): Promise<void> {
     entry.running = true;
     try {
-      while (entry.waiting.size > 0) {
-        const batch = entry.waiting;
-        entry.waiting = new Map();
-        // A failure leaves garbage only: a later batch, or the content's forget, removes it.
-        await this.tidy(contentId, batch, entry.last).catch(() => undefined);
-        const top = Math.max(...batch.keys());
-        entry.last = { n: top, replaced: batch.get(top)! };
-      }
+      const batch = entry.waiting;
+      entry.waiting = new Map();
+      // A failure leaves garbage only: a later batch, or the content's forget, removes it.
+      await this.tidy(contentId, batch, entry.last).catch(() => undefined);
+      const top = Math.max(...batch.keys());
+      entry.last = { n: top, replaced: batch.get(top)! };
     } finally {
       entry.running = false;
     }
+    if (this.untidy.get(contentId) === entry) this.tidySoon(contentId, entry);
   }
 
   /** Tidies after each version of `batch` (n → the part documents it replaced); `last`: the version tidied before. */
   private async tidy(contentId: string, batch: Map<number, string[]>, last?: { n: number; replaced: string[] }): Promise<void> {
     const ns = [...batch.keys()].sort((a, b) => a - b);
-    await this.setHead(contentId, ns.at(-1)!);
+    const top = ns.at(-1)!;
+    await this.setHead(contentId, top);
     const deletes: AnyBulkWriteOperation<StoredPartRanges>[] = [];
-    const stubs: AnyBulkWriteOperation<StoredVersion>[] = [];
     for (const n of ns) {
       if (n < 3) continue;
       let replaced = batch.get(n - 1) ?? (last?.n === n - 1 ? last.replaced : undefined);
@@ -320,17 +341,20 @@ export class UploadLedger {
         this.recentParts.delete(id);
         deletes.push({ deleteOne: { filter: { _id: id } } });
       }
-      const stub: Omit<StubVersion, '_id'> = { contentId, n: n - 2, stub: true, at: new Date() };
-      stubs.push({ replaceOne: { filter: { _id: versionId(contentId, n - 2) }, replacement: stub as WithoutId<StoredVersion> } });
     }
     if (deletes.length > 0) await this.partRanges.bulkWrite(deletes, { ordered: false });
-    if (stubs.length > 0) await this.versions.bulkWrite(stubs, { ordered: false });
+    // Every version before top-1 may be a stub once top exists (whoever committed it).
+    if (top >= 3) await this.stubRange(contentId, Math.max(1, ns[0]! - 2), top - 2);
   }
 
-  /** Drops version m's state and keeps its `_id` taken. */
-  private async stub(contentId: string, m: number): Promise<void> {
-    const stub: Omit<StubVersion, '_id'> = { contentId, n: m, stub: true, at: new Date() };
-    await this.versions.replaceOne({ _id: versionId(contentId, m) }, stub as WithoutId<StoredVersion>);
+  /** Drops the state of versions from..to (one update, whatever their number) and keeps their `_id`s taken. */
+  private async stubRange(contentId: string, from: number, to: number): Promise<void> {
+    if (to < from) return;
+    const unset = Object.fromEntries(Object.keys(STATE_FIELDS).map((f) => [f, '']));
+    await this.versions.updateMany({ _id: { $gte: versionId(contentId, from), $lte: versionId(contentId, to) }, contentId }, {
+      $set: { stub: true },
+      $unset: unset,
+    } as UpdateFilter<StoredVersion>);
   }
 
   private async setHead(contentId: string, n: number): Promise<void> {
@@ -344,11 +368,30 @@ export class UploadLedger {
 
 /** How many versions of one content may wait for their tidy (see scheduleTidy). */
 const MAX_UNTIDY = 256;
+/** A content's tidy starts once this many versions wait for it, or TIDY_DELAY_MS after the first. */
+const TIDY_BATCH = 32;
+const TIDY_DELAY_MS = 1_000;
+
+/** The fields of a version that its stub drops (all but `_id`, `contentId`, `n` and `at`); typed so that none is forgotten. */
+const STATE_FIELDS: Record<Exclude<keyof StateVersion, '_id' | 'contentId' | 'n' | 'at'>, true> = {
+  total: true,
+  lastByte: true,
+  parts: true,
+  completing: true,
+  completingBy: true,
+  covered: true,
+  expiring: true,
+  partDocs: true,
+  replaced: true,
+  gone: true,
+};
 
 interface Untidy {
   /** Version n → the part documents it replaced. */
   waiting: Map<number, string[]>;
   running: boolean;
+  /** Set while a tidy waits for its batch to fill (see tidySoon). */
+  timer?: NodeJS.Timeout;
   last?: { n: number; replaced: string[] };
 }
 

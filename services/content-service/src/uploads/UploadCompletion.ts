@@ -229,7 +229,7 @@ export class UploadCompletion {
     }
     await heartbeat.stop();
     await this.cleanup
-      .afterCompletion(record._id, total)
+      .afterCompletion(record._id)
       .catch((error: unknown) => logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
     return true;
   }

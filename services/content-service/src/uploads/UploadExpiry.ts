@@ -43,7 +43,7 @@ export class UploadExpiry implements ExpiringUploads {
     const finished = claimed.wasCompleting && total !== null ? await objects.head(record.s3Key) : null;
     if (finished && finished.contentLength === total) {
       await contents.markReady(record._id, total, finished.etag, clock());
-      await this.cleanup.afterCompletion(record._id, total);
+      await this.cleanup.afterCompletion(record._id);
       logger.warn({ contentId: record._id }, 'an expired upload was complete in S3: marked ready instead of removed');
       return false;
     }
@@ -70,7 +70,7 @@ export class UploadExpiry implements ExpiringUploads {
   async finishCleanup(pending: PendingCleanup): Promise<boolean> {
     const record = await this.ctx.contents.get(pending._id);
     if (record && record.state !== 'ready') return false;
-    await this.cleanup.afterCompletion(pending._id, pending.total);
+    await this.cleanup.afterCompletion(pending._id);
     return true;
   }
 }
