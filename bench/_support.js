@@ -27,11 +27,12 @@ function ensureBackingServers() {
 
 /**
  * Starts a floor of bench/_floor.js (`['receiver']` or `['proxy', targetUrl]`) as a process of its
- * own with the given V8 flags; resolves once it listens.
+ * own with the given V8 flags (and `env` added to this process's); resolves once it listens.
  */
-async function floorProcess(args, nodeArgs = stack.SERVICE_NODE_ARGS) {
+async function floorProcess(args, nodeArgs = stack.SERVICE_NODE_ARGS, env = {}) {
   const port = await stack.freePort();
   const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise((resolve, reject) => {

@@ -5,7 +5,10 @@
 // assembly and completion. The baseline, in the same run: sequential 1 MiB PutObjects straight to
 // the S3 server from this process. The floor of the path's shape, also in the same run: the same
 // sequential MiBs through a bare Node.js proxy into a bare receiver that streams each into a
-// PutObject (bench/_floor.js): two Node.js hops and S3, with no checks and no bookkeeping.
+// PutObject (bench/_floor.js): two Node.js hops and S3, with no checks and no bookkeeping. And the
+// floor of an unaligned chunk: the same hops, with the receiver doing the least a chunk that is not
+// a whole part needs (stage it, record it with one database insert, assemble each part's staged
+// chunks into an UploadPart off the request path, wait for them and complete on the last chunk).
 //   pnpm bench sdk-chunks [--mib 256] [--rounds 3]
 const { randomBytes, randomUUID } = require('node:crypto');
 const { CreateBucketCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
@@ -16,6 +19,8 @@ const { purgeStackData } = require('../scripts/purge');
 const args = benchArgs();
 const CHUNKS = Number(args.mib ?? 256);
 const ROUNDS = Number(args.rounds ?? 3);
+/** The services' grid part, in MiB. */
+const PART_MIB = 64;
 const STAGES = ['auth', 'record', 'lock', 'commit', 'stage', 'part', 'assembly', 'complete'];
 
 /** `name;dur=ms, ...` → { name: ms }. */
@@ -72,6 +77,24 @@ async function s3Sequential(s3, Bucket, data) {
   return { seconds: (performance.now() - started) / 1000, samples };
 }
 
+/** One content of CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's staging floor. */
+async function stagingFloorSequential(proxyUrl, Bucket, data) {
+  const key = `staged-floor/${randomUUID()}`;
+  const open = await request('POST', `${proxyUrl}/chunks?${new URLSearchParams({ bucket: Bucket, key, chunk: MiB, perPart: PART_MIB, of: CHUNKS })}`, {}, '', {
+    keep: true,
+  });
+  if (open.status !== 201) throw new Error(`staging floor POST answered ${open.status}: ${open.body}`);
+  const samples = [];
+  const started = performance.now();
+  for (let i = 0; i < CHUNKS; i++) {
+    const t = performance.now();
+    const res = await request('PUT', `${proxyUrl}/chunks/${i}?${new URLSearchParams({ key })}`, {}, data[i % data.length], { keep: true });
+    if (res.status !== (i === CHUNKS - 1 ? 201 : 204)) throw new Error(`staging floor PUT ${i} answered ${res.status}: ${res.body}`);
+    samples.push({ ms: performance.now() - t, server: {} });
+  }
+  return { seconds: (performance.now() - started) / 1000, samples };
+}
+
 /** CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's PutObject. */
 async function floorSequential(proxyUrl, Bucket, data) {
   const samples = [];
@@ -106,7 +129,7 @@ async function main() {
   ensureBackingServers();
   const stack = await startStack({ prefix: `benchs${Date.now().toString(36)}`, env: { LOG_LEVEL: 'warn' } });
   const s3 = s3Client();
-  const receiver = await floorProcess(['receiver']);
+  const receiver = await floorProcess(['receiver'], undefined, { FLOOR_DATABASE: `${stack.prefix}_floor` });
   const proxy = await floorProcess(['proxy', receiver.url]);
   try {
     const data = Array.from({ length: 16 }, () => randomBytes(MiB));
@@ -118,6 +141,7 @@ async function main() {
     const phases = {
       s3: () => s3Sequential(s3, Bucket, data),
       floor: () => floorSequential(proxy.url, Bucket, data),
+      stagingFloor: () => stagingFloorSequential(proxy.url, Bucket, data),
       sequential: () => upload(api, auth, data, 1),
       inFlight8: () => upload(api, auth, data, 8),
     };
@@ -136,12 +160,16 @@ async function main() {
     console.log(`\n${CHUNKS} × 1 MiB, best of ${ROUNDS} round(s)`);
     console.log(line('S3 server alone: sequential PutObjects', best.s3));
     console.log(line('floor: bare proxy + bare receiver, sequential', best.floor));
+    console.log(line('floor of unaligned chunks: staged, 1 insert', best.stagingFloor));
     console.log(line('through the gateway: sequential (C# SDK)', best.sequential));
     console.log(line('through the gateway: 8 in flight', best.inFlight8));
     const ratio = summary(best.sequential).mbps / summary(best.s3).mbps;
     console.log(`ratio sequential chunks / sequential PutObjects: ${ratio.toFixed(2)} (target ≥ 0.5)`);
     const floorRatio = summary(best.floor).mbps / summary(best.s3).mbps;
     console.log(`ratio floor / sequential PutObjects: ${floorRatio.toFixed(2)} (two bare Node.js hops, no bookkeeping)`);
+    const stagingRatio = summary(best.stagingFloor).mbps / summary(best.s3).mbps;
+    console.log(`ratio staging floor / sequential PutObjects: ${stagingRatio.toFixed(2)} (the least an unaligned chunk needs)`);
+    console.log(`ratio sequential chunks / staging floor: ${(ratio / stagingRatio).toFixed(2)}`);
     console.log('\nmean ms per chunk, by stage (Server-Timing; gateway = client wait beyond the content-service total)');
     const rows = { sequential: breakdown(best.sequential), '8 in flight': breakdown(best.inFlight8) };
     const stages = ['client', 'gateway', ...STAGES, 'other'];
