@@ -5,6 +5,7 @@ import { isDuplicateKey } from './Claims';
 import {
   isStub,
   RECENT_MAX_AGE_MS,
+  VERSION_DIGITS,
   RECENT_PARTS,
   RECENT_VERSIONS,
   remember,
@@ -122,7 +123,7 @@ export class UploadLedger {
     for (const part of parts) {
       const doc: StoredPartRanges = {
         ...part,
-        _id: `${UploadLedger.partId(contentId, part.k)}:${n}.${nonce}`,
+        _id: partDocId(contentId, part.k, n, nonce),
         pieces: part.pieces.map((p) => encodePiece(contentId, p)),
       };
       await this.partRanges.insertOne(doc);
@@ -153,7 +154,7 @@ export class UploadLedger {
     for (const doc of written) remember(this.recentParts, doc._id, structuredClone(doc), RECENT_PARTS);
     state.version = n;
     state.partDocs = partDocs;
-    this.scheduleTidy(contentId, n, replaced);
+    this.scheduleTidy(contentId, n, { replaced, partDocs });
     return true;
   }
 
@@ -274,21 +275,14 @@ export class UploadLedger {
    * chunk's own inserts. One tidy runs per content at a time; at most MAX_UNTIDY versions wait per
    * content: past that the oldest stays whole (the content's `forget` removes it all the same).
    */
-  private scheduleTidy(contentId: string, n: number, replaced: string[]): void {
+  private scheduleTidy(contentId: string, n: number, committed: Committed): void {
     let entry = this.untidy.get(contentId);
     if (!entry) {
+      // Kept only while it has versions waiting or a tidy running (see runTidy).
       entry = { waiting: new Map(), running: false };
       this.untidy.set(contentId, entry);
-      // Kept while idle for `last` (no lookup of the previous version), for as many contents as `recent`.
-      if (this.untidy.size > RECENT_VERSIONS) {
-        for (const [id, e] of this.untidy) {
-          if (e.running || e.timer) continue;
-          this.untidy.delete(id);
-          break;
-        }
-      }
     }
-    entry.waiting.set(n, replaced);
+    entry.waiting.set(n, committed);
     if (entry.waiting.size > MAX_UNTIDY) entry.waiting.delete(entry.waiting.keys().next().value!);
     this.tidySoon(contentId, entry);
   }
@@ -315,36 +309,43 @@ export class UploadLedger {
       const batch = entry.waiting;
       entry.waiting = new Map();
       // A failure leaves garbage only: a later batch, or the content's forget, removes it.
-      await this.tidy(contentId, batch, entry.last).catch(() => undefined);
-      const top = Math.max(...batch.keys());
-      entry.last = { n: top, replaced: batch.get(top)! };
+      await this.tidy(contentId, batch).catch(() => undefined);
     } finally {
       entry.running = false;
     }
-    if (this.untidy.get(contentId) === entry) this.tidySoon(contentId, entry);
+    if (this.untidy.get(contentId) !== entry) return;
+    if (entry.waiting.size === 0) this.untidy.delete(contentId);
+    else this.tidySoon(contentId, entry);
   }
 
-  /** Tidies after each version of `batch` (n → the part documents it replaced); `last`: the version tidied before. */
-  private async tidy(contentId: string, batch: Map<number, string[]>, last?: { n: number; replaced: string[] }): Promise<void> {
-    const ns = [...batch.keys()].sort((a, b) => a - b);
-    const top = ns.at(-1)!;
+  /**
+   * Tidies after the versions of `batch`: the head moves to the last of them (top); of every part
+   * they changed, the part documents older than the one version top-1 holds go, in one ranged
+   * delete per part (their `_id`s sort by version); every version before top-1 becomes a stub.
+   */
+  private async tidy(contentId: string, batch: Map<number, Committed>): Promise<void> {
+    const top = Math.max(...batch.keys());
     await this.setHead(contentId, top);
-    const deletes: AnyBulkWriteOperation<StoredPartRanges>[] = [];
-    for (const n of ns) {
-      if (n < 3) continue;
-      let replaced = batch.get(n - 1) ?? (last?.n === n - 1 ? last.replaced : undefined);
-      if (!replaced) {
-        const previous = await this.versions.findOne({ _id: versionId(contentId, n - 1) });
-        replaced = previous && !isStub(previous) ? previous.replaced : [];
-      }
-      for (const id of replaced) {
-        this.recentParts.delete(id);
-        deletes.push({ deleteOne: { filter: { _id: id } } });
-      }
+    const { partDocs, replaced } = batch.get(top)!;
+    // What version top-1 held: top's documents, but for the ones top replaced.
+    const heldBefore = new Map<number, string>();
+    for (const id of [...Object.values(partDocs), ...replaced]) {
+      const k = partOfDoc(contentId, id);
+      if (k !== null && (!heldBefore.has(k) || replaced.includes(id))) heldBefore.set(k, id);
     }
+    const changed = new Set<number>();
+    for (const committed of batch.values()) for (const id of committed.replaced) changed.add(partOfDoc(contentId, id) ?? -1);
+    const deletes: AnyBulkWriteOperation<StoredPartRanges>[] = [];
+    for (const k of changed) {
+      const keep = heldBefore.get(k);
+      // A document of an older format does not sort by version: it goes with the content's forget.
+      if (keep === undefined || !PADDED.test(keep.slice(UploadLedger.partId(contentId, k).length))) continue;
+      deletes.push({ deleteMany: { filter: { _id: { $gte: partDocId(contentId, k, 0, ''), $lt: keep }, contentId } } });
+    }
+    for (const committed of batch.values()) for (const id of committed.replaced) this.recentParts.delete(id);
     if (deletes.length > 0) await this.partRanges.bulkWrite(deletes, { ordered: false });
     // Every version before top-1 may be a stub once top exists (whoever committed it).
-    if (top >= 3) await this.stubRange(contentId, Math.max(1, ns[0]! - 2), top - 2);
+    if (top >= 3) await this.stubRange(contentId, Math.max(1, Math.min(...batch.keys()) - 2), top - 2);
   }
 
   /** Drops the state of versions from..to (one update, whatever their number) and keeps their `_id`s taken. */
@@ -369,7 +370,7 @@ export class UploadLedger {
 /** How many versions of one content may wait for their tidy (see scheduleTidy). */
 const MAX_UNTIDY = 256;
 /** A content's tidy starts once this many versions wait for it, or TIDY_DELAY_MS after the first. */
-const TIDY_BATCH = 32;
+const TIDY_BATCH = 8;
 const TIDY_DELAY_MS = 1_000;
 
 /** The fields of a version that its stub drops (all but `_id`, `contentId`, `n` and `at`); typed so that none is forgotten. */
@@ -386,13 +387,32 @@ const STATE_FIELDS: Record<Exclude<keyof StateVersion, '_id' | 'contentId' | 'n'
   gone: true,
 };
 
+/** `_id` of the part document for part k written with version n: sorts by n among part k's. */
+function partDocId(contentId: string, k: number, n: number, nonce: string): string {
+  return `${UploadLedger.partId(contentId, k)}:${String(n).padStart(VERSION_DIGITS, '0')}.${nonce}`;
+}
+const PADDED = new RegExp(`^:\\d{${VERSION_DIGITS}}\\.`);
+
+/** The part k a part document's `_id` names (null: not one of this content's). */
+function partOfDoc(contentId: string, id: string): number | null {
+  const m = /^:p(\d+)(:|$)/.exec(id.slice(contentId.length));
+  return id.startsWith(contentId) && m ? Number(m[1]) : null;
+}
+
+/** What the tidy needs of a version committed here. */
+interface Committed {
+  /** The part documents it replaced. */
+  replaced: string[];
+  /** The part documents it holds, by part key. */
+  partDocs: Record<string, string>;
+}
+
 interface Untidy {
-  /** Version n → the part documents it replaced. */
-  waiting: Map<number, string[]>;
+  /** Version n → what it replaced and holds. */
+  waiting: Map<number, Committed>;
   running: boolean;
   /** Set while a tidy waits for its batch to fill (see tidySoon). */
   timer?: NodeJS.Timeout;
-  last?: { n: number; replaced: string[] };
 }
 
 async function upsert<T extends { _id: string }>(collection: Collection<T>, doc: T): Promise<void> {
