@@ -63,7 +63,9 @@ function chunks(s3, db) {
     const last = i === up.of - 1;
     if ((i + 1) % up.perPart === 0 || last) {
       const first = i - (i % up.perPart);
-      up.parts.push(assemble(up, first / up.perPart + 1, first, i - first + 1));
+      const part = assemble(up, first / up.perPart + 1, first, i - first + 1);
+      part.catch(() => undefined); // awaited by the last chunk; not an unhandled rejection before that
+      up.parts.push(part);
     }
     if (last) {
       const Parts = await Promise.all(up.parts);
