@@ -65,16 +65,21 @@ async function upload(api, auth, data, parallel) {
   return { seconds, samples };
 }
 
-/** CHUNKS sequential 1 MiB PutObjects straight to the S3 server. */
-async function s3Sequential(s3, Bucket, data) {
+/** Sends CHUNKS chunks one after another (`send(i)`), timing each. */
+async function timedSequential(send) {
   const samples = [];
   const started = performance.now();
   for (let i = 0; i < CHUNKS; i++) {
     const t = performance.now();
-    await s3.send(new PutObjectCommand({ Bucket, Key: `seq/${i}`, Body: data[i % data.length], ContentLength: MiB }));
+    await send(i);
     samples.push({ ms: performance.now() - t, server: {} });
   }
   return { seconds: (performance.now() - started) / 1000, samples };
+}
+
+/** CHUNKS sequential 1 MiB PutObjects straight to the S3 server. */
+function s3Sequential(s3, Bucket, data) {
+  return timedSequential((i) => s3.send(new PutObjectCommand({ Bucket, Key: `seq/${i}`, Body: data[i % data.length], ContentLength: MiB })));
 }
 
 /** One content of CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's staging floor. */
@@ -84,30 +89,20 @@ async function stagingFloorSequential(proxyUrl, Bucket, data) {
     keep: true,
   });
   if (open.status !== 201) throw new Error(`staging floor POST answered ${open.status}: ${open.body}`);
-  const samples = [];
-  const started = performance.now();
-  for (let i = 0; i < CHUNKS; i++) {
-    const t = performance.now();
+  return timedSequential(async (i) => {
     const res = await request('PUT', `${proxyUrl}/chunks/${i}?${new URLSearchParams({ key })}`, {}, data[i % data.length], { keep: true });
     if (res.status !== (i === CHUNKS - 1 ? 201 : 204)) throw new Error(`staging floor PUT ${i} answered ${res.status}: ${res.body}`);
-    samples.push({ ms: performance.now() - t, server: {} });
-  }
-  return { seconds: (performance.now() - started) / 1000, samples };
+  });
 }
 
 /** CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's PutObject. */
-async function floorSequential(proxyUrl, Bucket, data) {
-  const samples = [];
-  const started = performance.now();
-  for (let i = 0; i < CHUNKS; i++) {
-    const t = performance.now();
+function floorSequential(proxyUrl, Bucket, data) {
+  return timedSequential(async (i) => {
     const res = await request('PUT', `${proxyUrl}/object?${new URLSearchParams({ bucket: Bucket, key: `floor/${i}` })}`, {}, data[i % data.length], {
       keep: true,
     });
     if (res.status !== 200) throw new Error(`floor PUT answered ${res.status}: ${res.body}`);
-    samples.push({ ms: performance.now() - t, server: {} });
-  }
-  return { seconds: (performance.now() - started) / 1000, samples };
+  });
 }
 
 function summary(run) {

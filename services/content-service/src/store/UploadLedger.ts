@@ -334,7 +334,12 @@ export class UploadLedger {
       if (k !== null && (!heldBefore.has(k) || replaced.includes(id))) heldBefore.set(k, id);
     }
     const changed = new Set<number>();
-    for (const committed of batch.values()) for (const id of committed.replaced) changed.add(partOfDoc(contentId, id) ?? -1);
+    for (const committed of batch.values()) {
+      for (const id of committed.replaced) {
+        changed.add(partOfDoc(contentId, id) ?? -1);
+        this.recentParts.delete(id);
+      }
+    }
     const deletes: AnyBulkWriteOperation<StoredPartRanges>[] = [];
     for (const k of changed) {
       const keep = heldBefore.get(k);
@@ -342,7 +347,6 @@ export class UploadLedger {
       if (keep === undefined || !PADDED.test(keep.slice(UploadLedger.partId(contentId, k).length))) continue;
       deletes.push({ deleteMany: { filter: { _id: { $gte: partDocId(contentId, k, 0, ''), $lt: keep }, contentId } } });
     }
-    for (const committed of batch.values()) for (const id of committed.replaced) this.recentParts.delete(id);
     if (deletes.length > 0) await this.partRanges.bulkWrite(deletes, { ordered: false });
     // Every version before top-1 may be a stub once top exists (whoever committed it).
     if (top >= 3) await this.stubRange(contentId, Math.max(1, Math.min(...batch.keys()) - 2), top - 2);
@@ -351,10 +355,9 @@ export class UploadLedger {
   /** Drops the state of versions from..to (one update, whatever their number) and keeps their `_id`s taken. */
   private async stubRange(contentId: string, from: number, to: number): Promise<void> {
     if (to < from) return;
-    const unset = Object.fromEntries(Object.keys(STATE_FIELDS).map((f) => [f, '']));
     await this.versions.updateMany({ _id: { $gte: versionId(contentId, from), $lte: versionId(contentId, to) }, contentId }, {
       $set: { stub: true },
-      $unset: unset,
+      $unset: STUB_UNSET,
     } as UpdateFilter<StoredVersion>);
   }
 
@@ -386,6 +389,7 @@ const STATE_FIELDS: Record<Exclude<keyof StateVersion, '_id' | 'contentId' | 'n'
   replaced: true,
   gone: true,
 };
+const STUB_UNSET = Object.fromEntries(Object.keys(STATE_FIELDS).map((f) => [f, '']));
 
 /** `_id` of the part document for part k written with version n: sorts by n among part k's. */
 function partDocId(contentId: string, k: number, n: number, nonce: string): string {
