@@ -163,14 +163,14 @@ async function measure(pids, fn) {
         }
       }
     }
-    // [label, the path it is measured on, its key there, the path and key of its floor, the floor's name]
+    // [label, the path it is measured on, its key there (the same on its floor's path), the path of its floor, the floor's name]
     const rows = [
-      ['client', 'services', 'client', 'receiver floor', 'client', 'client'],
-      ['gateway', 'services', 'hop', 'gateway floor', 'hop', 'bare proxy in front of the content-service'],
+      ['client', 'services', 'client', 'receiver floor', 'client'],
+      ['gateway', 'services', 'hop', 'gateway floor', 'bare proxy in front of the content-service'],
       // The content-service behind a bare proxy, as the bare receiver is: the same neighbours.
-      ['content-service', 'gateway floor', 'receiver', 'receiver floor', 'receiver', 'bare receiver behind a bare proxy'],
-      ['s3 server', 'services', 's3 server', 'receiver floor', 's3 server', 's3 server'],
-      ['database', 'services', 'database', 'receiver floor', 'database', 'database'],
+      ['content-service', 'gateway floor', 'receiver', 'receiver floor', 'bare receiver behind a bare proxy'],
+      ['s3 server', 'services', 's3 server', 'receiver floor', 's3 server'],
+      ['database', 'services', 'database', 'receiver floor', 'database'],
     ];
     const stats = { best: (v) => Math.min(...v), median: (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)] };
     for (const [statName, stat] of Object.entries(stats)) {
@@ -178,10 +178,10 @@ async function measure(pids, fn) {
         `\nCPU-s per GiB, ${statName} of ${ROUNDS} rounds (${GIB} GiB, 64 MiB parts, 4 in flight; floors on V8 flags: ${FLOOR_NODE_ARGS.join(' ') || 'defaults'})`,
       );
       console.log('process          | upload | floor  | ratio | download | floor  | ratio');
-      for (const [label, path, key, floorPath, floorKeyName, floorLabel] of rows) {
+      for (const [label, path, key, floorPath, floorLabel] of rows) {
         const cells = ['upload', 'download'].map((d) => {
           const s = stat(seen[`${path} ${d}`].cpu[key]);
-          const f = stat(seen[`${floorPath} ${d}`].cpu[floorKeyName]);
+          const f = stat(seen[`${floorPath} ${d}`].cpu[key]);
           const ratio = label === 'gateway' || label === 'content-service' ? (s / f).toFixed(2) : '';
           return `${s.toFixed(2).padStart(d.length)} | ${f.toFixed(2).padStart(6)} | ${ratio.padStart(5)}`;
         });
