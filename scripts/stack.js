@@ -150,7 +150,6 @@ async function startStack(opts = {}) {
       env: {
         ...backing,
         ...common,
-        MONGODB_DATABASE: `${prefix}-content`,
         S3_BUCKET: `${prefix}-contents`,
         S3_CREATE_BUCKET: 'true',
         JWT_ISSUER: DEV_ISSUER,

@@ -187,7 +187,6 @@ describe('errors on /v1', () => {
           ...backingEnv(),
           LOG_LEVEL: 'warn',
           S3_ENDPOINT: `http://127.0.0.1:${deadPort}`,
-          MONGODB_DATABASE: `${prefix}-content`,
           S3_BUCKET: `${prefix}-contents`,
           JWT_ISSUER: 'content-platform-dev',
           JWT_JWKS_FILE: join(keysDir, 'jwks.json'),
@@ -199,7 +198,7 @@ describe('errors on /v1', () => {
         expect((await fetch(`${service.adminUrl}/readyz`)).status).toBe(200);
         const deps = await fetch(`${service.adminUrl}/healthz/deps`);
         expect(deps.status).toBe(503);
-        expect(((await deps.json()) as { checks: Record<string, string> }).checks).toEqual({ mongodb: 'ok', s3: 'unavailable' });
+        expect(((await deps.json()) as { checks: Record<string, string> }).checks).toEqual({ redis: 'ok', s3: 'unavailable' });
         const r = await call(`${service.url}/v1/${owner}/contents`, { method: 'POST', body: randomBytes(100), token });
         expectError(r, 503, 'storageUnavailable');
         expect(r.headers.get('retry-after')).toBeTruthy();

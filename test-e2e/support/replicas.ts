@@ -26,7 +26,6 @@ export function contentReplicaEnv(extra: Record<string, string> = {}): Record<st
   return {
     ...stack.backing,
     LOG_LEVEL: 'info',
-    MONGODB_DATABASE: `${stack.prefix}-content`,
     S3_BUCKET: `${stack.prefix}-contents`,
     S3_CREATE_BUCKET: 'true',
     JWT_ISSUER: 'content-platform-dev',

@@ -24,7 +24,7 @@ redis_content=$(random); redis_session=$(random); redis_auth=$(random)
 apply secret generic redis-users --from-literal=REDIS_PASSWORD_CONTENT_SERVICE="$redis_content" \
   --from-literal=REDIS_PASSWORD_SESSION_SERVICE="$redis_session" --from-literal=REDIS_PASSWORD_AUTH_SERVICE="$redis_auth"
 apply secret generic content-service-secrets \
-  --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL="redis://content-service:$redis_content@redis:6379" \
+  --from-literal=REDIS_URL="redis://content-service:$redis_content@redis:6379" \
   --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret"
 # One internal secret per calling service (k8s/secrets/internal-secrets.env.example).
 apply secret generic internal-secrets --from-literal=AUTH_TO_SESSION="$(random)" \

@@ -1,4 +1,4 @@
-import { ConfigError, env, mongoSettings, optionalCalledService, parseEnv, redisSettings, redisTarget, refuseRemoved, serviceSettings, z } from '@cp/config';
+import { ConfigError, env, optionalCalledService, parseEnv, redisSettings, redisTarget, refuseRemoved, serviceSettings, z } from '@cp/config';
 
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
@@ -12,7 +12,6 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   const c = parseEnv(
     {
       ...serviceSettings({ port: 8081, adminPort: 9465, shutdownGraceMs: 60_000 }),
-      ...mongoSettings('content'),
       S3_ENDPOINT: env.url().optional(),
       S3_REGION: z.string().default('us-east-1'),
       S3_BUCKET: z.string().min(3),
@@ -34,15 +33,18 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       JWT_CACHE_SECONDS: env.int(60, 0),
       // auth.sid is checked at the session-service's /internal/sessions/validate (the secret: its INTERNAL_SECRET_CONTENT_SERVICE).
       ...optionalCalledService('SESSION_SERVICE'),
-      /** The session-service's Redis: auth.sid answered from its cache of sid lookups when it can (used only with SESSION_SERVICE_URL). */
+      /**
+       * Redis: the bookkeeping of unfinished uploads (keys `up:<bucket>:*`), and with
+       * SESSION_SERVICE_URL the session-service's cache of sid lookups (read only). Run it with an
+       * append-only file: what it acknowledged of an upload must survive its restart.
+       */
       ...redisSettings(),
       UPLOAD_TTL_SECONDS: env.int(7 * 24 * 3600, 1),
       /**
-       * Leases of the claims (content lock, part write, assembly, completion): renewed every third
+       * Leases of the claims (part write, assembly, completion): renewed every third
        * of it while their holder works, so they need not cover a slow transfer; a dead holder's
        * claim is taken over at most this long after its last renewal.
        */
-      LOCK_LEASE_SECONDS: lease(5),
       COMPLETION_LEASE_SECONDS: lease(10),
       ASSEMBLY_LEASE_SECONDS: lease(10),
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
@@ -68,7 +70,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   if (c.S3_ACCESS_KEY_ID && !c.S3_SECRET_ACCESS_KEY) throw new ConfigError('S3_SECRET_ACCESS_KEY', S3_KEYS_TOGETHER('S3_ACCESS_KEY_ID'));
   if (c.S3_SECRET_ACCESS_KEY && !c.S3_ACCESS_KEY_ID) throw new ConfigError('S3_ACCESS_KEY_ID', S3_KEYS_TOGETHER('S3_SECRET_ACCESS_KEY'));
   if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE)) throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
-  return { ...c, REDIS_TARGET: redisTarget(c, { optional: true }) };
+  return { ...c, REDIS_TARGET: redisTarget(c) };
 }
 
 export type ContentServiceConfig = ReturnType<typeof loadConfig>;

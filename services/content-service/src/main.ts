@@ -1,19 +1,17 @@
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
-import { closeRedis, connectRedis } from '@cp/redis';
-import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
+import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
+import { ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { DownloadService } from './downloads/DownloadService';
 import { CachedSessionValidator } from './http/CachedSessionValidator';
 import { HttpSessionValidator } from './clients/HttpSessionValidator';
-import { ContentRepository } from './store/ContentRepository';
-import { Claims } from './store/Claims';
-import { Locks } from './store/Locks';
 import { ObjectStore } from './store/ObjectStore';
+import { RedisLease } from './store/RedisLease';
+import { RedisUploadBook } from './store/RedisUploadBook';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
-import { UploadLedger } from './store/UploadLedger';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
@@ -25,12 +23,9 @@ startService({
   build: async ({ config, logger }) => {
     const s3 = createS3Client(config);
     logger.info({ s3Credentials: s3CredentialSource(config) }, 'S3 client ready');
-    const mongo = await connectMongo(config, 50);
-    const db = mongo.db;
-
-    const contents = new ContentRepository(db);
-    const ledger = new UploadLedger(db);
-    await contents.ensureIndexes();
+    // Unfinished uploads are kept in Redis; finished contents are their S3 objects alone.
+    const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
+    const book = new RedisUploadBook(redis, config.S3_BUCKET);
     const objects = new ObjectStore(s3, config.S3_BUCKET, { callMs: config.S3_TIMEOUT_MS, stallMs: config.S3_STALL_TIMEOUT_MS });
     if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
     // The backstop must not abort an upload the sweeper still keeps (written to, at most MAX_LIFE_TTLS × the TTL old).
@@ -48,11 +43,9 @@ startService({
     const metrics = new ServiceMetrics('content-service');
     const uploads = new UploadService(
       {
-        contents,
-        ledger,
+        book,
         objects,
         assembler: new PartAssembler(objects),
-        locks: new Locks(new Claims(db, 'locks'), config.LOCK_LEASE_SECONDS * 1000),
         logger,
         metrics: new UploadMetrics(metrics.registry),
       },
@@ -62,8 +55,8 @@ startService({
         assemblyLeaseMs: config.ASSEMBLY_LEASE_SECONDS * 1000,
       },
     );
-    const downloads = new DownloadService(contents, objects, uploads.status);
-    const sweeper = new UploadSweeper(contents, uploads.expiry, new Claims(db, 'leases'), logger, {
+    const downloads = new DownloadService(objects, uploads.status);
+    const sweeper = new UploadSweeper(book, uploads.expiry, new RedisLease(redis, config.S3_BUCKET), logger, {
       intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
       leaseMs: 30_000,
       batchSize: config.SWEEP_BATCH_SIZE,
@@ -81,10 +74,8 @@ startService({
         })
       : null;
     const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
-    // Redis is optional: without it (or while it is down) every auth.sid is asked of the session-service.
-    const redis = sessionService && config.REDIS_TARGET ? connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS }) : null;
-    const sessions =
-      sessionService && redis ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : sessionService;
+    // While Redis is down, every auth.sid is asked of the session-service.
+    const sessions = sessionService ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : null;
     if (!bearer && !sessions)
       throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
 
@@ -101,13 +92,18 @@ startService({
       // Assemblies still running after their requests: given a few seconds to record their part
       // (otherwise their claims run out and a later request assembles the part again).
       await uploads.background.drain(5_000);
-      await mongo.client.close();
-      if (redis) await closeRedis(redis);
+      await closeRedis(redis);
       s3.destroy();
     };
     return {
       app,
-      admin: { metrics, readiness: [mongo.readiness, { name: 's3', check: () => objects.ping() }] },
+      admin: {
+        metrics,
+        readiness: [
+          { name: 'redis', check: () => redisCommand(redis, ['PING']).then(() => undefined) },
+          { name: 's3', check: () => objects.ping() },
+        ],
+      },
       onShutdown,
       server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS },
     };

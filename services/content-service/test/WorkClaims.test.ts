@@ -1,6 +1,6 @@
 import { PART_SIZE } from '../src/uploads/PartGrid';
 import { allReceived, claimCompletion, claimWork } from '../src/uploads/WorkClaims';
-import { InMemoryLedger, direct, staged } from './support/InMemoryLedger';
+import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 
 const P = PART_SIZE;
 const leases = { completionLeaseMs: 60_000, assemblyLeaseMs: 30_000 };

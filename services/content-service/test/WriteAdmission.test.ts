@@ -1,8 +1,8 @@
 import { ServiceError } from '@cp/errors';
-import type { PartRanges } from '../src/store/UploadLedger';
+import type { PartRanges } from '../src/store/UploadBook';
 import { MAX_CONTENT_SIZE, PART_SIZE } from '../src/uploads/PartGrid';
 import { admitWrite, advancesLastByte, checkWritable, extendedExpiry, settleTotal } from '../src/uploads/WriteAdmission';
-import { InMemoryLedger, direct, staged } from './support/InMemoryLedger';
+import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 
 const P = PART_SIZE;
 const leases = { completionLeaseMs: 60_000, assemblyLeaseMs: 30_000 };

@@ -1,7 +1,7 @@
 import { loadConfig } from '../src/config';
 
 describe('content-service configuration', () => {
-  const base = { MONGODB_URL: 'mongodb://127.0.0.1:27017', S3_BUCKET: 'contents', S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' };
+  const base = { REDIS_URL: 'redis://127.0.0.1:6379', S3_BUCKET: 'contents', S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' };
   const sessions = { SESSION_SERVICE_URL: 'http://session-service:8083' };
   const bearer = { JWT_ISSUER: 'https://issuer.test', JWT_JWKS_URL: 'https://issuer.test/jwks.json' };
 
@@ -19,8 +19,13 @@ describe('content-service configuration', () => {
     expect(() => loadConfig({ ...base, JWT_JWKS_URL: 'https://issuer.test/jwks.json' })).toThrow(/JWT_ISSUER/);
   });
 
+  it('stops without Redis, where unfinished uploads are kept, naming REDIS_URL', () => {
+    const { REDIS_URL: _omitted, ...withoutRedis } = base;
+    expect(() => loadConfig({ ...withoutRedis, ...bearer })).toThrow(/REDIS_URL: is required/);
+  });
+
   describe('S3 credentials', () => {
-    const noKeys = { MONGODB_URL: base.MONGODB_URL, S3_BUCKET: base.S3_BUCKET, ...bearer };
+    const noKeys = { REDIS_URL: base.REDIS_URL, S3_BUCKET: base.S3_BUCKET, ...bearer };
 
     it('takes no S3 keys, leaving them to the AWS default credential chain', () => {
       const c = loadConfig(noKeys);

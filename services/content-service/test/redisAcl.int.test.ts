@@ -1,12 +1,15 @@
-// The content-service's Redis user (deploy/compose.yaml, k8s) may only read the sid cache: its
-// cache reader works with that, and any write is refused by Redis itself.
-import { randomBytes } from 'node:crypto';
+// The content-service's Redis user (deploy/compose.yaml, k8s) keeps the unfinished uploads (up:*)
+// and may only read the sid cache: its cache reader works with that, any write to the cache is
+// refused by Redis itself, and so is any other service's key.
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Principal } from '@cp/credentials';
 import { redisCommand, RedisUnavailable } from '@cp/redis';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { connectAsServiceUser } from '../../../test-e2e/support/redisAcl';
 import { testStack } from '../../../test-e2e/support/stack';
 import { CachedSessionValidator } from '../src/http/CachedSessionValidator';
+import { RedisLease } from '../src/store/RedisLease';
+import { RedisUploadBook } from '../src/store/RedisUploadBook';
 
 describe("the content-service's read-only Redis user", () => {
   let user: Awaited<ReturnType<typeof connectAsServiceUser>>;
@@ -39,6 +42,26 @@ describe("the content-service's read-only Redis user", () => {
     expect(asked).toEqual([missing]);
   });
 
+  it('keeps an upload in its book: create, commit by compare-and-set, lease, remove', async () => {
+    const book = new RedisUploadBook(user.client, `acl-${randomBytes(4).toString('hex')}`);
+    const id = randomUUID();
+    const now = new Date();
+    await book.create({ _id: id, ownerId: randomUUID(), total: 10, contentType: 'text/plain', s3Key: 'k', uploadId: 'u', uploader: null, createdAt: now, expiresAt: now });
+    const state = await book.state(id);
+    expect(await book.commit({ ...state, lastByte: 9 }, [{ contentId: id, k: 1, pieces: [], stored: false, assembling: null }])).toBe(true);
+    await book.extend(id, new Date(now.getTime() + 1000));
+    expect(await book.expired(new Date(now.getTime() + 2000), 10)).toEqual([id]);
+    await book.noteCleanup(id, now);
+    expect(await book.pendingCleanups(10)).toEqual([id]);
+    await book.cleanupDone(id);
+    const lease = new RedisLease(user.client, 'acl');
+    const token = (await lease.acquire('sweeper', 1000))!;
+    expect(await lease.renew('sweeper', token, 1000)).toBe(true);
+    await lease.release('sweeper', token);
+    await book.remove(id);
+    expect(await book.find(id)).toBeNull();
+  });
+
   it('cannot write the cache, nor read or write other keys', async () => {
     const reader = new SessionCache(user.client);
     const hash = tokenHash(newSid())!;
@@ -46,7 +69,8 @@ describe("the content-service's read-only Redis user", () => {
     await expect(reader.fillDead(hash)).rejects.toBeInstanceOf(RedisUnavailable);
     await expect(redisCommand(user.client, ['DEL', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
     await expect(redisCommand(user.client, ['GET', 'auth:rnd:someone'])).rejects.toThrow(/NOPERM/);
-    await expect(redisCommand(user.client, ['EVAL', "return redis.call('GET', KEYS[1])", '1', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
+    await expect(redisCommand(user.client, ['EVAL', "return redis.call('SET', KEYS[1], 'x')", '1', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
+    await expect(redisCommand(user.client, ['EVAL', "return redis.call('GET', KEYS[1])", '1', 'auth:rnd:someone'])).rejects.toThrow(/NOPERM/);
     expect(await redisCommand(session.client, ['GET', `sess:${hash}`])).toBeNull(); // nothing was written
   });
 });

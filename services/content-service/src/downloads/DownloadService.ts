@@ -1,75 +1,135 @@
 import { ServiceError } from '@cp/errors';
 import { resolveRange, type RangeRequest } from '@cp/ranges';
-import type { ContentRecord, ContentRepository } from '../store/ContentRepository';
-import type { ObjectStore, StoredObject } from '../store/ObjectStore';
+import { isRangeRefused, type ObjectInfo, type ObjectStore, type StoredObject } from '../store/ObjectStore';
+import type { UploadRecord } from '../store/UploadBook';
+import type { ByteRange } from '../uploads/ByteRanges';
+import { contentKey } from '../uploads/ObjectKeys';
 import type { UploadStatusReader } from '../uploads/UploadStatus';
 
-export type ReadyContent = ContentRecord & { total: number };
-
-/** What a download answers: the headers are decided before the first byte is read. */
-export interface DownloadPlan {
-  record: ReadyContent;
+/** A download as it is answered: S3's answer for the object, and what of it is served. */
+export interface Download {
+  info: ObjectInfo;
   /** 200 (whole content, or the API's own `bytes a-b/total` form) or 206 (RFC 9110 ranges). */
   status: 200 | 206;
-  /** Inclusive byte range served; null for an empty content. */
+  /** Inclusive byte range served, sent as Content-Range (any Range request); null without Range. */
   range: { start: number; end: number } | null;
-  /** Whether to send Content-Range (any Range request). */
-  withContentRange: boolean;
+  /** The bytes; null for an empty content. */
+  body: StoredObject['body'] | null;
+  length: number;
 }
 
-/** What HEAD tells a resuming client. */
+/** What HEAD tells: a finished content's object, or an unfinished upload's received ranges. */
 export type ContentStatus =
-  { state: 'ready'; record: ReadyContent } | { state: 'uploading'; record: ContentRecord; total: number | null; received: { a: number; b: number }[] };
+  { state: 'ready'; info: ObjectInfo } | { state: 'uploading'; record: UploadRecord; total: number | null; received: ByteRange[] };
 
-/** Serves ready contents by byte range straight from S3, and the upload status of the others. */
+/**
+ * Serves finished contents straight from S3: their object is their record, so a GET is one
+ * GetObject and a HEAD one HeadObject. Only when there is no object (the miss path) are the
+ * unfinished uploads asked: 409 for one of the caller's owner, else 404.
+ */
 export class DownloadService {
   constructor(
-    private readonly contents: ContentRepository,
     private readonly objects: ObjectStore,
     private readonly uploads: UploadStatusReader,
   ) {}
 
   async status(ownerId: string, id: string): Promise<ContentStatus> {
-    const record = await this.load(ownerId, id);
-    if (record.state === 'ready') return { state: 'ready', record: record as ReadyContent };
+    const key = contentKey(ownerId, id);
+    const info = await this.objects.head(key);
+    if (info) return { state: 'ready', info };
+    const record = await this.miss(ownerId, id);
+    const again = record === 'ready' || record.completedNow ? await this.objects.head(key) : null;
+    if (again) return { state: 'ready', info: again };
+    if (record === 'ready') throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
     const { total, ranges } = await this.uploads.received(record);
     return { state: 'uploading', record, total, received: ranges };
   }
 
-  async plan(ownerId: string, id: string, range: RangeRequest | null): Promise<DownloadPlan> {
-    const record = await this.load(ownerId, id);
-    if (record.state !== 'ready' || record.total === null) {
-      throw ServiceError.of('contentNotReady');
+  async open(ownerId: string, id: string, range: RangeRequest | null, signal: AbortSignal): Promise<Download> {
+    const key = contentKey(ownerId, id);
+    // `bytes=-0` names no byte at all; S3 servers differ on it.
+    if (range?.form === 'rfc-suffix' && range.length === 0) return this.openResolved(ownerId, id, range, signal);
+    const s3Range = range === null ? undefined : toS3Range(range);
+    let got;
+    try {
+      got = await this.objects.get(key, s3Range, signal);
+      if (!got) {
+        const record = await this.miss(ownerId, id);
+        if (record !== 'ready' && !record.completedNow) throw ServiceError.of('contentNotReady');
+        got = await this.objects.get(key, s3Range, signal);
+        if (!got) throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+      }
+    } catch (error) {
+      if (!isRangeRefused(error) || range === null) throw error;
+      return this.openResolved(ownerId, id, range, signal);
     }
-    const ready = record as ReadyContent;
-    const total = ready.total;
-    if (range === null) {
-      return { record: ready, status: 200, range: total === 0 ? null : { start: 0, end: total - 1 }, withContentRange: false };
+    if (range !== null && !got.ranged) {
+      // Served whole, as some servers answer a range of an empty object: resolved here instead.
+      got.body.destroy();
+      return this.openResolved(ownerId, id, range, signal);
     }
-    // An empty content has no byte to start a range at: any Range is one that starts at or past the end.
+    return this.answer(range, got.info.contentLength, got, got.start);
+  }
+
+  /** A range S3 would not serve as asked: resolved against the object's size (416, or the bytes it names). */
+  private async openResolved(ownerId: string, id: string, range: RangeRequest, signal: AbortSignal): Promise<Download> {
+    const key = contentKey(ownerId, id);
+    const info = await this.objects.head(key);
+    if (!info) {
+      const record = await this.miss(ownerId, id);
+      throw record === 'ready' ? ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`) : ServiceError.of('contentNotReady');
+    }
+    const total = info.contentLength;
     const resolved = resolveRange(range, total);
-    if (!resolved.satisfiable) {
-      throw ServiceError.of(
-        'rangeNotSatisfiable',
-        total === 0
-          ? 'the content is empty: no range of it can be served; GET it without Range'
-          : `the content has ${total} bytes; the range starts past its end`,
-        {
-          headers: { 'Content-Range': `bytes */${total}` },
-        },
-      );
+    if (!resolved.satisfiable) throw notSatisfiable(total);
+    const stored = await this.objects.getRange(key, resolved.start, resolved.end, signal);
+    return this.answer(range, total, { ...stored, info }, resolved.start);
+  }
+
+  private answer(range: RangeRequest | null, total: number, got: StoredObject & { info: ObjectInfo }, start: number): Download {
+    const info = { ...got.info, contentLength: total };
+    if (range?.form === 'legacy' && range.total !== null && range.total !== total) {
+      got.body.destroy();
+      throw ServiceError.of('rangeTotalMismatch', `the range names a total of ${range.total} bytes; the content has ${total}`, {
+        headers: { 'Content-Range': `bytes */${total}` },
+      });
     }
-    return { record: ready, status: range.form === 'legacy' ? 200 : 206, range: { start: resolved.start, end: resolved.end }, withContentRange: true };
+    const length = got.contentLength;
+    if (length === 0) got.body.destroy();
+    return {
+      info,
+      status: range === null || range.form === 'legacy' ? 200 : 206,
+      range: range === null ? null : { start, end: start + length - 1 },
+      body: length === 0 ? null : got.body,
+      length,
+    };
   }
 
-  async open(plan: DownloadPlan, signal: AbortSignal): Promise<StoredObject | null> {
-    if (plan.range === null) return null;
-    return this.objects.getRange(plan.record.s3Key, plan.range.start, plan.range.end, signal);
+  /**
+   * No object: the caller's unfinished upload, its completion finished first if it was left
+   * undone (`completedNow`); 'ready' when its object appeared meanwhile (completed between the
+   * two reads); 404 when there is neither.
+   */
+  private async miss(ownerId: string, id: string): Promise<(UploadRecord & { completedNow: boolean }) | 'ready'> {
+    const record = await this.uploads.find(ownerId, id);
+    if (!record) {
+      if (await this.objects.head(contentKey(ownerId, id))) return 'ready';
+      throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+    }
+    return { ...record, completedNow: await this.uploads.finishIfComplete(record) };
   }
+}
 
-  private async load(ownerId: string, id: string): Promise<ContentRecord> {
-    const record = await this.contents.find(ownerId, id);
-    if (!record) throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
-    return this.uploads.finishIfComplete(record);
-  }
+function toS3Range(range: RangeRequest): string | undefined {
+  if (range.form === 'rfc-suffix') return range.length === 0 ? 'bytes=-0' : `bytes=-${range.length}`;
+  if (range.form === 'rfc') return `bytes=${range.first}-${range.last ?? ''}`;
+  return `bytes=${range.first}-${range.last}`;
+}
+
+function notSatisfiable(total: number): ServiceError {
+  return ServiceError.of(
+    'rangeNotSatisfiable',
+    total === 0 ? 'the content is empty: no range of it can be served; GET it without Range' : `the content has ${total} bytes; the range starts past its end`,
+    { headers: { 'Content-Range': `bytes */${total}` } },
+  );
 }

@@ -3,7 +3,8 @@ import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '@cp/errors';
 import { parseContentRange, parseRange } from '@cp/ranges';
 import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
-import { legacyTotalMismatch, setDownloadSafetyHeaders } from './downloadHeaders';
+import { setDownloadSafetyHeaders } from './downloadHeaders';
+import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
 import { formatRanges } from '../uploads/ByteRanges';
 import { timingsOf } from '../uploads/StageTimings';
@@ -18,7 +19,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
   router.post('/:ownerId/contents', async (req, res) => {
     const ownerId = requireOwner(req);
     const timings = timingsOf(res);
-    const outcome = await uploads.write({ ...readWriteHeaders(req), ownerId, contentId: null, body: req, timings });
+    const outcome = await uploads.write({ ...readWriteHeaders(req), ownerId, contentId: null, uploader: uploaderOf(req), body: req, timings });
     res.setHeader('Server-Timing', timings.header());
     sendJson(res, 201, { id: outcome.id });
   });
@@ -29,7 +30,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const headers = readWriteHeaders(req);
     if (headers.range === null) throw ServiceError.of('missingContentRange');
     const timings = timingsOf(res);
-    const outcome = await uploads.write({ ...headers, ownerId, contentId, body: req, timings });
+    const outcome = await uploads.write({ ...headers, ownerId, contentId, uploader: uploaderOf(req), body: req, timings });
     res.setHeader('Server-Timing', timings.header());
     sendJson(res, outcome.completedNow ? 201 : 200, { id: outcome.id, content: { id: outcome.id }, 'is-completed': outcome.completed });
   });
@@ -41,15 +42,10 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const status = await downloads.status(ownerId, contentId);
     res.setHeader('X-Upload-State', status.state);
     if (status.state === 'ready') {
-      const { record } = status;
-      setDownloadSafetyHeaders(res);
-      res.setHeader('X-Content-Total', String(record.total));
-      res.setHeader('X-Received-Ranges', record.total > 0 ? `0-${record.total - 1}` : '');
-      res.setHeader('Content-Type', record.contentType);
-      res.setHeader('Content-Length', String(record.total));
-      res.setHeader('Accept-Ranges', 'bytes');
-      if (record.etag) res.setHeader('ETag', record.etag);
-      if (record.completedAt) res.setHeader('Last-Modified', record.completedAt.toUTCString());
+      const total = status.info.contentLength;
+      res.setHeader('X-Content-Total', String(total));
+      res.setHeader('X-Received-Ranges', total > 0 ? `0-${total - 1}` : '');
+      setObjectHeaders(res, status.info, total);
     } else {
       if (status.total !== null) res.setHeader('X-Content-Total', String(status.total));
       res.setHeader('X-Received-Ranges', formatRanges(status.received));
@@ -62,27 +58,18 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const rangeHeader = req.headers.range;
     const range = rangeHeader === undefined ? null : parseRange(rangeHeader);
-    const plan = await downloads.plan(ownerId, contentId, range);
-    const mismatch = legacyTotalMismatch(range, plan.record.total);
-    if (mismatch) throw mismatch;
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const stored = await downloads.open(plan, abort.signal);
-    const length = plan.range === null ? 0 : plan.range.end - plan.range.start + 1;
-    res.status(plan.status);
-    setDownloadSafetyHeaders(res);
-    res.setHeader('Content-Type', plan.record.contentType);
-    res.setHeader('Content-Length', String(length));
-    res.setHeader('Accept-Ranges', 'bytes');
-    if (plan.record.etag) res.setHeader('ETag', plan.record.etag);
-    if (plan.record.completedAt) res.setHeader('Last-Modified', plan.record.completedAt.toUTCString());
-    if (plan.withContentRange && plan.range) res.setHeader('Content-Range', `bytes ${plan.range.start}-${plan.range.end}/${plan.record.total}`);
-    if (!stored) {
+    const download = await downloads.open(ownerId, contentId, range, abort.signal);
+    res.status(download.status);
+    setObjectHeaders(res, download.info, download.length);
+    if (download.range) res.setHeader('Content-Range', `bytes ${download.range.start}-${download.range.end}/${download.info.contentLength}`);
+    if (!download.body) {
       res.end();
       return;
     }
     try {
-      await pipeline(stored.body, res);
+      await pipeline(download.body, res);
     } catch {
       // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
       res.destroy();
@@ -95,6 +82,11 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
 function requireUuid(value: string, name: string): string {
   if (!UUID.test(value)) throw ServiceError.of('invalidId', `${name} ${JSON.stringify(value)} is not a UUID`);
   return value.toLowerCase();
+}
+
+/** Who sends a write, as kept with the content: `bearer:<sub>` or `session:<user>`. */
+function uploaderOf(req: Request): string | null {
+  return req.principal ? `${req.principal.kind}:${req.principal.subject}` : null;
 }
 
 /** Checks the path's owner id and that the caller's credential may act for that owner. */
@@ -123,6 +115,16 @@ function readWriteHeaders(req: Request) {
     );
   }
   return { range, declaredLength, contentType };
+}
+
+/** The headers of a finished content, from S3's answer for its object. */
+function setObjectHeaders(res: Response, info: ObjectInfo, length: number): void {
+  setDownloadSafetyHeaders(res);
+  res.setHeader('Content-Type', info.contentType);
+  res.setHeader('Content-Length', String(length));
+  res.setHeader('Accept-Ranges', 'bytes');
+  if (info.etag) res.setHeader('ETag', info.etag);
+  if (info.lastModified) res.setHeader('Last-Modified', info.lastModified.toUTCString());
 }
 
 function sendJson(res: Response, status: number, body: unknown): void {

@@ -27,9 +27,10 @@ function toServiceError(error: unknown): ServiceError {
   if (error instanceof RangeSyntaxError) return ServiceError.of('invalidRange', error.message);
   if (error instanceof BodyLengthMismatch) return ServiceError.of('bodyLengthMismatch', error.message);
   if (error instanceof ClientDisconnected) return ServiceError.of('clientDisconnected', error.message);
-  // Redis (the sid cache) is not mapped: CachedSessionValidator asks the session-service instead.
+  // Redis keeps the unfinished uploads: its outage is the upload database's (the sid cache's own
+  // failures never get here: CachedSessionValidator asks the session-service instead).
   const dependency = unavailableDependency(error, isS3Unavailable);
-  if (dependency === 'database') return ServiceError.of('databaseUnavailable', undefined, { cause: error });
+  if (dependency === 'database' || dependency === 'cache') return ServiceError.of('databaseUnavailable', undefined, { cause: error });
   if (dependency === 'storage') return ServiceError.of('storageUnavailable', undefined, { cause: error });
   return ServiceError.of('internalError');
 }

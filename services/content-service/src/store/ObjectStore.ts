@@ -21,8 +21,32 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { isNotFound, unquote } from './s3Errors';
 import { StorageTimeout, watchedDownload, watchedUpload } from './S3Progress';
 
-export { isNotFound, isS3Unavailable, unquote } from './s3Errors';
+export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
 export { StorageTimeout } from './S3Progress';
+
+/** What S3 answers about an object: the record of a finished content. */
+export interface ObjectInfo {
+  /** The whole object's size. */
+  contentLength: number;
+  etag: string;
+  contentType: string;
+  lastModified: Date | null;
+  /** User metadata (`x-amz-meta-*`), names in lower case. */
+  metadata: Record<string, string>;
+}
+
+function objectInfo(
+  out: { ETag?: string; ContentType?: string; LastModified?: Date; Metadata?: Record<string, string> },
+  contentLength: number,
+): ObjectInfo {
+  return {
+    contentLength,
+    etag: out.ETag ?? '',
+    contentType: out.ContentType ?? 'application/octet-stream',
+    lastModified: out.LastModified ?? null,
+    metadata: out.Metadata ?? {},
+  };
+}
 
 export interface StoredObject {
   body: Readable;
@@ -118,11 +142,12 @@ export class ObjectStore {
     await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
-  async putObject(key: string, body: Readable, contentLength: number, contentType: string): Promise<string> {
+  async putObject(key: string, body: Readable, contentLength: number, contentType: string, metadata?: Record<string, string>): Promise<string> {
     const out = await this.streaming(body, (watched, abortSignal) =>
-      this.s3.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: watched, ContentLength: contentLength, ContentType: contentType }), {
-        abortSignal,
-      }),
+      this.s3.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: watched, ContentLength: contentLength, ContentType: contentType, Metadata: metadata }),
+        { abortSignal },
+      ),
     );
     return out.ETag ?? '';
   }
@@ -131,11 +156,11 @@ export class ObjectStore {
    * Stores a body whose length is not known up front (a chunked one-shot upload): lib-storage
    * sends it in 8 MiB parts, one at a time, so at most one such part is in memory per request.
    */
-  async putObjectOfUnknownLength(key: string, body: Readable, contentType: string): Promise<string> {
+  async putObjectOfUnknownLength(key: string, body: Readable, contentType: string, metadata?: Record<string, string>): Promise<string> {
     const out = await this.streaming(body, async (watched, abortSignal) => {
       const upload = new Upload({
         client: this.s3,
-        params: { Bucket: this.bucket, Key: key, Body: watched, ContentType: contentType },
+        params: { Bucket: this.bucket, Key: key, Body: watched, ContentType: contentType, Metadata: metadata },
         partSize: 8 * 1024 * 1024,
         queueSize: 1,
         leavePartsOnError: false,
@@ -146,9 +171,9 @@ export class ObjectStore {
     return out.ETag ?? '';
   }
 
-  async createMultipartUpload(key: string, contentType: string): Promise<string> {
+  async createMultipartUpload(key: string, contentType: string, metadata?: Record<string, string>): Promise<string> {
     const out = await this.bounded((abortSignal) =>
-      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType }), { abortSignal }),
+      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, Metadata: metadata }), { abortSignal }),
     );
     if (!out.UploadId) throw new Error('S3 returned no UploadId');
     return out.UploadId;
@@ -240,15 +265,33 @@ export class ObjectStore {
     }
   }
 
-  /** The object's size and ETag, or null when it does not exist. */
-  async head(key: string): Promise<{ contentLength: number; etag: string } | null> {
+  /** What S3 says of an object, or null when it does not exist. */
+  async head(key: string): Promise<ObjectInfo | null> {
     try {
       const out = await this.bounded((abortSignal) => this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }));
-      return { contentLength: out.ContentLength ?? 0, etag: out.ETag ?? '' };
+      return objectInfo(out, out.ContentLength ?? 0);
     } catch (error) {
       if (isNotFound(error)) return null;
       throw error;
     }
+  }
+
+  /**
+   * Streams an object, or the bytes S3 serves for `range` (an RFC 9110 `bytes=` range, clipped by
+   * S3 to the object); null when the object does not exist. S3's refusal of the range (416) is thrown.
+   */
+  async get(key: string, range: string | undefined, signal?: AbortSignal): Promise<(StoredObject & { info: ObjectInfo; start: number; ranged: boolean }) | null> {
+    let out;
+    try {
+      out = await this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }), { abortSignal }), signal);
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+    const length = out.ContentLength ?? 0;
+    const served = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(out.ContentRange ?? '');
+    const body = watchedDownload(out.Body as Readable, this.timeouts.stallMs);
+    return { info: objectInfo(out, served ? Number(served[3]) : length), body, contentLength: length, start: served ? Number(served[1]) : 0, ranged: !!served };
   }
 
   /** Streams bytes [start, end] (inclusive) of an object. */

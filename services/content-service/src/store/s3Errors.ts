@@ -21,3 +21,8 @@ export function isS3Unavailable(error: unknown): boolean {
     typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)
   );
 }
+
+/** S3's 416: the range starts at or past the object's end. */
+export function isRangeRefused(error: unknown): boolean {
+  return error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 416 || error.name === 'InvalidRange');
+}

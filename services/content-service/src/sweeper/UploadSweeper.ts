@@ -1,7 +1,7 @@
 import type { Logger } from '@cp/logging';
-import type { Claims } from '../store/Claims';
-import type { ContentRepository } from '../store/ContentRepository';
 import { systemClock, type Clock } from '@cp/service-kit';
+import type { RedisLease } from '../store/RedisLease';
+import type { UploadBook } from '../store/UploadBook';
 import type { ExpiringUploads } from '../uploads/UploadExpiry';
 
 export interface UploadSweeperOptions {
@@ -16,9 +16,8 @@ const LEASE = 'upload-sweeper';
 
 /**
  * Removes uploads not completed within their time to live: aborts the S3 multipart upload, deletes
- * staged pieces and records. Also finishes the cleanup of completed contents whose completing
- * request could not delete their staged pieces. Every replica runs one; a lease (an insert-claim)
- * lets one sweep at a time.
+ * staged pieces and bookkeeping. Also finishes the cleanup of completed contents whose completing
+ * request could not delete their staged pieces. Every replica runs one; a lease lets one sweep at a time.
  */
 export class UploadSweeper {
   private timer: NodeJS.Timeout | null = null;
@@ -26,9 +25,9 @@ export class UploadSweeper {
   private readonly clock: Clock;
 
   constructor(
-    private readonly contents: ContentRepository,
+    private readonly book: Pick<UploadBook, 'expired'>,
     private readonly uploads: ExpiringUploads,
-    private readonly leases: Claims,
+    private readonly lease: Pick<RedisLease, 'acquire' | 'renew' | 'release'>,
     private readonly logger: Logger,
     private readonly options: UploadSweeperOptions,
   ) {
@@ -37,39 +36,33 @@ export class UploadSweeper {
 
   /** One pass; returns how many uploads it removed (0 when another sweeper holds the lease). */
   async sweepOnce(): Promise<number> {
-    const now = this.clock();
-    const token = await this.leases.acquire(LEASE, now, this.options.leaseMs);
+    const { leaseMs, batchSize } = this.options;
+    const token = await this.lease.acquire(LEASE, leaseMs);
     if (token === null) return 0;
     // Renewed while it sweeps: a sweeper that dies hands over within one lease.
-    const renewal = setInterval(
-      () => void this.leases.renew(LEASE, token, this.clock()).catch(() => undefined),
-      Math.max(50, Math.floor(this.options.leaseMs / 3)),
-    );
+    const renewal = setInterval(() => void this.lease.renew(LEASE, token, leaseMs).catch(() => undefined), Math.max(50, Math.floor(leaseMs / 3)));
     renewal.unref();
     let removed = 0;
     try {
-      for (const record of await this.contents.findExpired(now, this.options.batchSize)) {
+      for (const id of await this.book.expired(this.clock(), batchSize)) {
         try {
-          if (!(await this.uploads.expire(record._id))) continue; // written to or completed since (counted as swept otherwise)
+          if (!(await this.uploads.expire(id))) continue; // written to or completed since
           removed++;
-          this.logger.info({ contentId: record._id, ownerId: record.ownerId, createdAt: record.createdAt }, 'expired upload removed');
+          this.logger.info({ contentId: id }, 'expired upload removed');
         } catch (error) {
-          this.logger.warn({ contentId: record._id, err: error }, 'could not remove an expired upload; next sweep retries');
+          this.logger.warn({ contentId: id, err: error }, 'could not remove an expired upload; next sweep retries');
         }
       }
-      for (const pending of await this.uploads.pendingCleanups(this.options.batchSize)) {
+      for (const id of await this.uploads.pendingCleanups(batchSize)) {
         try {
-          if (await this.uploads.finishCleanup(pending)) this.logger.info({ contentId: pending._id }, 'staging of a completed content removed');
+          if (await this.uploads.finishCleanup(id)) this.logger.info({ contentId: id }, 'staging of a completed content removed');
         } catch (error) {
-          this.logger.warn({ contentId: pending._id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
+          this.logger.warn({ contentId: id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
         }
       }
-      await this.uploads
-        .dropGoneMarks(this.options.batchSize)
-        .catch((error: unknown) => this.logger.warn({ err: error }, 'could not drop old marks of forgotten bookkeeping; next sweep retries'));
     } finally {
       clearInterval(renewal);
-      await this.leases.release(LEASE, token);
+      await this.lease.release(LEASE, token).catch(() => undefined);
     }
     return removed;
   }

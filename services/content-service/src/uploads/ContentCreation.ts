@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ContentRange } from '@cp/ranges';
-import type { ContentRecord } from '../store/ContentRepository';
+import type { UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
 import { contentKey } from './ObjectKeys';
@@ -23,48 +23,50 @@ export class ContentCreation {
 
   /** The whole content in one request, stored with one PutObject. */
   async storeWhole(request: WriteRequest, knownTotal: number | null): Promise<WriteOutcome> {
-    const { objects, contents, clock } = this.ctx;
+    const { objects, clock } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
-    let etag: string;
-    let total: number;
+    const metadata = objectMetadata(request.uploader ?? null, clock());
+    // The object is the content's only record: once S3 has it, the content is ready.
     if (knownTotal !== null) {
-      etag = await objects.putObject(s3Key, exactBody(request.body, knownTotal), knownTotal, contentType);
-      total = knownTotal;
+      await objects.putObject(s3Key, exactBody(request.body, knownTotal), knownTotal, contentType, metadata);
     } else {
       // A chunked body without Content-Range: its length is known only at its end.
       const counted = exactBody(request.body, PART_SIZE, { atMost: true });
       try {
-        etag = await objects.putObjectOfUnknownLength(s3Key, counted, contentType);
+        await objects.putObjectOfUnknownLength(s3Key, counted, contentType, metadata);
       } catch (error) {
         if (error instanceof BodyLengthMismatch && error.overflow) throw wholeBodyTooLarge();
         throw error;
       }
-      total = counted.bytesSeen;
-    }
-    const now = clock();
-    try {
-      await contents.insert({ ...this.newRecord(id, request.ownerId, contentType, s3Key, null, total, now), state: 'ready', etag, completedAt: now });
-    } catch (error) {
-      // No record, no content: the object would be unreachable.
-      await objects.delete(s3Key).catch(() => undefined);
-      throw error;
     }
     return { id, completedNow: true, completed: true };
   }
 
   /** POST of a range: a new multipart content that exists only if its first range is stored. */
   async createWithRange(request: WriteRequest, range: ContentRange, timings: StageTimings): Promise<WriteOutcome> {
-    const { objects, contents, clock, logger } = this.ctx;
+    const { objects, book, clock, logger, uploadTtlMs } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
+    const uploader = request.uploader ?? null;
     const record = await timings.time('record', async () => {
-      const uploadId = await objects.createMultipartUpload(s3Key, contentType);
-      const created = this.newRecord(id, request.ownerId, contentType, s3Key, uploadId, range.total, clock());
+      const now = clock();
+      const uploadId = await objects.createMultipartUpload(s3Key, contentType, objectMetadata(uploader, now));
+      const created: UploadRecord = {
+        _id: id,
+        ownerId: request.ownerId,
+        total: range.total,
+        contentType,
+        s3Key,
+        uploadId,
+        uploader,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + uploadTtlMs),
+      };
       try {
-        await contents.insert(created);
+        await book.create(created);
       } catch (error) {
         await objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
         throw error;
@@ -80,20 +82,9 @@ export class ContentCreation {
       throw error;
     }
   }
+}
 
-  private newRecord(id: string, ownerId: string, contentType: string, s3Key: string, uploadId: string | null, total: number | null, now: Date): ContentRecord {
-    return {
-      _id: id,
-      ownerId,
-      state: 'uploading',
-      total,
-      contentType,
-      s3Key,
-      uploadId,
-      etag: null,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + this.ctx.uploadTtlMs),
-      completedAt: null,
-    };
-  }
+/** What a finished content's object carries besides its bytes (S3 user metadata: ASCII only). */
+function objectMetadata(uploader: string | null, createdAt: Date): Record<string, string> {
+  return { 'created-at': createdAt.toISOString(), ...(uploader ? { uploader: encodeURIComponent(uploader) } : {}) };
 }

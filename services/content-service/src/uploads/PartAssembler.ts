@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ContentRecord } from '../store/ContentRepository';
+import type { UploadRecord } from '../store/UploadBook';
 import type { ObjectStore } from '../store/ObjectStore';
-import type { Piece } from '../store/UploadLedger';
+import type { Piece } from '../store/UploadBook';
 import { PartGrid } from './PartGrid';
 
 /**
@@ -14,7 +14,7 @@ export class PartAssembler {
   constructor(private readonly objects: ObjectStore) {}
 
   /** `signal` (the assembly claim lost) aborts the reads and the UploadPart. */
-  async assemble(record: ContentRecord, k: number, total: number | null, pieces: Piece[], signal?: AbortSignal): Promise<{ etag: string; size: number }> {
+  async assemble(record: UploadRecord, k: number, total: number | null, pieces: Piece[], signal?: AbortSignal): Promise<{ etag: string; size: number }> {
     const part = PartGrid.partRange(k, total);
     const size = part.end - part.start + 1;
     const body = new PassThrough({ highWaterMark: 1024 * 1024 });

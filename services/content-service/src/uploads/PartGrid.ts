@@ -37,7 +37,7 @@ export const PartGrid = {
   },
 };
 
-/** The key of part k in `UploadState.parts` (store/UploadLedger.ts): `p<k>`, since a bare number is ambiguous in a dotted MongoDB path (`parts.3` may be an array index). */
+/** The key of part k in `UploadState.parts` (store/UploadBook.ts) and of its field in the book: `p<k>`. */
 export function partKey(k: number): string {
   return `p${k}`;
 }

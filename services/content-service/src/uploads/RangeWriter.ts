@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/ranges';
-import type { ContentRecord } from '../store/ContentRepository';
-import { emptyUploadState, type Piece } from '../store/UploadLedger';
+import type { UploadRecord } from '../store/UploadBook';
+import { emptyUploadState, type Piece } from '../store/UploadBook';
 import type { ByteRange } from './ByteRanges';
 import { ClaimHeartbeat } from './ClaimHeartbeat';
 import { exactBody } from './exactBody';
@@ -29,8 +29,8 @@ export class RangeWriter {
     private readonly completion: UploadCompletion,
   ) {}
 
-  async write(record: ContentRecord, range: ContentRange, body: Readable, isNew: boolean, timings: StageTimings): Promise<WriteOutcome> {
-    const { commits, clock, leases, contents, ledger } = this.ctx;
+  async write(record: UploadRecord, range: ContentRange, body: Readable, isNew: boolean, timings: StageTimings): Promise<WriteOutcome> {
+    const { commits, clock, leases, book, objects } = this.ctx;
     const id = record._id;
     const wanted: ByteRange = { a: range.start, b: range.end };
 
@@ -38,7 +38,7 @@ export class RangeWriter {
     // only when the record does not have it. Everything is checked again under the lock.
     // A part assembled in this process after its request answered: a write to it waits for that.
     await this.completion.settleAssemblies(id, partsTouched(wanted));
-    const known = record.total === null ? await timings.time('commit', () => ledger.state(id)) : null;
+    const known = record.total === null ? await timings.time('commit', () => book.state(id)) : null;
     const total = settleTotal(record, known ?? emptyUploadState(id), range);
     const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
     // An S3 part write cannot be undone: before it, the part is claimed under the lock (checked
@@ -58,8 +58,8 @@ export class RangeWriter {
       );
       if (!claimed) {
         // Completed (or removed) since this request read its record: answered as a write to it.
-        const now = await contents.get(id);
-        if (now?.state === 'ready') return this.rewrites.rewrite(body, now, range);
+        const ready = await objects.head(record.s3Key);
+        if (ready) return this.rewrites.rewrite(body, { id, s3Key: record.s3Key, total: ready.contentLength }, range);
         throw expired(id);
       }
     }
@@ -91,7 +91,7 @@ export class RangeWriter {
 
   /** The bytes into S3: straight into part k (claimed; `signal` aborts when the claim is lost), or staged as a piece of their own. */
   private async store(
-    record: ContentRecord,
+    record: UploadRecord,
     wanted: ByteRange,
     k: number | null,
     body: Readable,
@@ -113,7 +113,7 @@ export class RangeWriter {
 
   /** Under the content's lock: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */
   private record(
-    record: ContentRecord,
+    record: UploadRecord,
     range: ContentRange,
     stored: { piece: Piece; etag: string | null },
     k: number | null,
@@ -204,10 +204,10 @@ export class RangeWriter {
   }
 
   /** Moves the expiry of an upload that is written to (see extendedExpiry); returns the expiry in force. */
-  private async keepAlive(record: ContentRecord): Promise<number> {
+  private async keepAlive(record: UploadRecord): Promise<number> {
     const moved = extendedExpiry(record, this.ctx.clock().getTime(), this.ctx.uploadTtlMs);
     if (moved === null) return record.expiresAt.getTime();
-    await this.ctx.contents.extend(record._id, new Date(moved));
+    await this.ctx.book.extend(record._id, new Date(moved));
     record.expiresAt = new Date(moved);
     return moved;
   }

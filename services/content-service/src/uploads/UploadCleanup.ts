@@ -1,4 +1,4 @@
-import type { ContentRecord } from '../store/ContentRepository';
+import type { UploadRecord } from '../store/UploadBook';
 import { stagingPrefix } from './ObjectKeys';
 import type { UploadContext } from './UploadContext';
 
@@ -7,21 +7,20 @@ export class UploadCleanup {
   constructor(private readonly ctx: UploadContext) {}
 
   /**
-   * Removes everything of an unfinished content: its S3 upload, record, staged pieces, and last
-   * its bookkeeping (which, when the content expired, keeps refusing late writes until then).
+   * Removes everything of an unfinished content: its S3 upload, staged pieces, and last its
+   * record and bookkeeping (which, when the content expired, keep refusing late writes until then).
    */
-  async discard(record: ContentRecord): Promise<void> {
-    const { objects, contents, ledger } = this.ctx;
-    if (record.uploadId) await objects.abortMultipartUpload(record.s3Key, record.uploadId);
-    await contents.remove(record._id);
+  async discard(record: UploadRecord): Promise<void> {
+    const { objects, book } = this.ctx;
+    await objects.abortMultipartUpload(record.s3Key, record.uploadId);
     await objects.deletePrefix(stagingPrefix(record._id));
-    await ledger.forget(record._id);
+    await book.remove(record._id);
   }
 
   /** After a completion: the staged objects and the bookkeeping go, then the note that they must. */
   async afterCompletion(id: string): Promise<void> {
+    await this.ctx.book.remove(id);
     await this.ctx.objects.deletePrefix(stagingPrefix(id));
-    await this.ctx.ledger.forget(id);
-    await this.ctx.ledger.cleanupDone(id);
+    await this.ctx.book.cleanupDone(id);
   }
 }

@@ -1,6 +1,6 @@
-import type { ContentRecord } from '../store/ContentRepository';
+import type { UploadRecord } from '../store/UploadBook';
 import { isNotFound, unquote } from '../store/ObjectStore';
-import type { Piece } from '../store/UploadLedger';
+import type { Piece } from '../store/UploadBook';
 import { ClaimHeartbeat, claimLost } from './ClaimHeartbeat';
 import type { PartAssembler } from './PartAssembler';
 import { PartGrid, partKey } from './PartGrid';
@@ -31,7 +31,7 @@ export class UploadCompletion {
    * bytes sees it completed (its 201): it runs its assemblies, waits for those still running, and
    * completes. Any other request answers at once and leaves its assemblies running after it.
    */
-  async finish(record: ContentRecord, work: Work, holder: string, timings: StageTimings): Promise<boolean> {
+  async finish(record: UploadRecord, work: Work, holder: string, timings: StageTimings): Promise<boolean> {
     if (work.assemblies.length > 0 && !work.allReceived && !work.complete) {
       const later = () => this.run(record, work, holder, undefined, false);
       if (
@@ -61,7 +61,7 @@ export class UploadCompletion {
    * whose holder died or gave up, and completes. Bounded: after two assembly leases, 503
    * partAssembling (a retry of the same range completes it).
    */
-  private async awaitAndComplete(record: ContentRecord, holder: string, timings: StageTimings): Promise<boolean> {
+  private async awaitAndComplete(record: UploadRecord, holder: string, timings: StageTimings): Promise<boolean> {
     const { commits, clock, leases } = this.ctx;
     const deadline = Date.now() + 2 * leases.assemblyLeaseMs;
     for (let pause = 10; ; pause = Math.min(2 * pause, 250)) {
@@ -71,7 +71,7 @@ export class UploadCompletion {
       if (!work || (!work.complete && work.assemblies.length === 0 && !work.allReceived)) return false;
       if (work.complete || work.assemblies.length > 0) {
         if (await this.run(record, work, holder, timings)) return true;
-      } else if ((await this.ctx.ledger.state(record._id)).completing) {
+      } else if ((await this.ctx.book.state(record._id)).completing) {
         return false;
       }
       if (Date.now() > deadline) throw ServiceError.of('partAssembling', 'parts of this content are still being assembled; send the same range again');
@@ -84,8 +84,8 @@ export class UploadCompletion {
    * token); true when this request completed the content. Each claim is renewed while its work
    * runs; a claim lost meanwhile aborts the work, and its result is not recorded.
    */
-  async run(record: ContentRecord, work: Work, holder: string, timings = new StageTimings(), mayComplete = true): Promise<boolean> {
-    const { commits, metrics, clock, leases, ledger } = this.ctx;
+  async run(record: UploadRecord, work: Work, holder: string, timings = new StageTimings(), mayComplete = true): Promise<boolean> {
+    const { commits, metrics, clock, leases, book } = this.ctx;
     let complete = work.complete;
     for (const assembly of work.assemblies) {
       const { k } = assembly;
@@ -134,7 +134,7 @@ export class UploadCompletion {
       await this.dropAssembledPieces(record._id, k, assembly.pieces);
     }
     if (!complete) return false;
-    return timings.time('complete', async () => this.complete(record, work.total ?? (await ledger.state(record._id)).total!, holder));
+    return timings.time('complete', async () => this.complete(record, work.total ?? (await book.state(record._id)).total!, holder));
   }
 
   /**
@@ -145,7 +145,7 @@ export class UploadCompletion {
     const neighbours = new Map<number, boolean>();
     const storedPart = async (n: number) => {
       if (n === k) return true;
-      if (!neighbours.has(n)) neighbours.set(n, (await this.ctx.ledger.part(id, n)).stored);
+      if (!neighbours.has(n)) neighbours.set(n, (await this.ctx.book.part(id, n)).stored);
       return neighbours.get(n)!;
     };
     const keys: string[] = [];
@@ -164,8 +164,8 @@ export class UploadCompletion {
    * the bookkeeping says for some parts (written by a request that failed after its UploadPart,
    * or by two requests racing on one part): those parts are dropped, to be sent again.
    */
-  private async complete(record: ContentRecord, total: number, holder: string): Promise<boolean> {
-    const { ledger, commits, objects, contents, metrics, clock, logger, leases } = this.ctx;
+  private async complete(record: UploadRecord, total: number, holder: string): Promise<boolean> {
+    const { book, commits, objects, metrics, clock, logger, leases } = this.ctx;
     const mine = (state: { completing: Date | null; completingBy?: string | null }) => state.completing !== null && state.completingBy === holder;
     const heartbeat = new ClaimHeartbeat(
       'the completion',
@@ -180,8 +180,8 @@ export class UploadCompletion {
     try {
       // Noted before S3 completes the object: if this process dies after it, the sweeper still
       // deletes the staged objects and bookkeeping (finishCleanup).
-      await ledger.noteCleanup(record._id, total, clock());
-      const state = await ledger.state(record._id);
+      await book.noteCleanup(record._id, clock());
+      const state = await book.state(record._id);
       const expected = PartGrid.partCount(total);
       const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, ...state.parts[partKey(i + 1)]! }));
       const inDoubt = await this.partsInDoubt(record, parts, heartbeat.signal);
@@ -200,23 +200,20 @@ export class UploadCompletion {
         logger.warn({ contentId: record._id, parts: inDoubt }, 'S3 holds other bytes than recorded for these parts; they are dropped and must be sent again');
         return false;
       }
-      let etag: string;
       try {
         heartbeat.check();
-        etag = await objects.completeMultipartUpload(record.s3Key, record.uploadId!, parts, heartbeat.signal);
+        await objects.completeMultipartUpload(record.s3Key, record.uploadId, parts, heartbeat.signal);
       } catch (error) {
         heartbeat.check();
-        // An earlier holder may have completed the upload before it could record so.
+        // An earlier holder may have completed the upload before it could clean up.
         const existing = isNotFound(error) ? await objects.head(record.s3Key) : null;
         if (existing === null || existing.contentLength !== total) throw error;
-        etag = existing.etag;
       }
-      // Fenced: a holder whose claim was taken over records nothing (its successor finds the
-      // upload completed in S3 and records that).
+      // Fenced: of a holder and the successor that took its claim over, only the one that still
+      // holds the claim answers that it completed the content (the object is the same).
       await commits.commit(record._id, async (view) => {
         if (!mine(view.state)) throw claimLost('the completion');
       });
-      await contents.markReady(record._id, total, etag, clock());
       metrics.completed.inc();
     } catch (error) {
       await heartbeat.stop();
@@ -235,10 +232,10 @@ export class UploadCompletion {
   }
 
   /** The parts whose ETag or size in S3 is not the recorded one (none when S3 has completed the upload already). */
-  private async partsInDoubt(record: ContentRecord, parts: { partNumber: number; etag: string; size: number }[], signal: AbortSignal): Promise<number[]> {
+  private async partsInDoubt(record: UploadRecord, parts: { partNumber: number; etag: string; size: number }[], signal: AbortSignal): Promise<number[]> {
     let actual: Map<number, { etag: string; size: number }>;
     try {
-      actual = await this.ctx.objects.listParts(record.s3Key, record.uploadId!, signal);
+      actual = await this.ctx.objects.listParts(record.s3Key, record.uploadId, signal);
     } catch (error) {
       if (isNotFound(error)) return [];
       throw error;

@@ -1,11 +1,9 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from '@cp/logging';
 import type { ContentRange } from '@cp/ranges';
-import type { ContentRepository } from '../store/ContentRepository';
-import type { LedgerCommits } from '../store/LedgerCommits';
-import type { Locks } from '../store/Locks';
+import type { BookCommits } from '../store/BookCommits';
 import type { ObjectStore } from '../store/ObjectStore';
-import type { UploadLedger } from '../store/UploadLedger';
+import type { UploadBook } from '../store/UploadBook';
 import type { PartAssembler } from './PartAssembler';
 import type { StageTimings } from './StageTimings';
 import type { UploadMetrics } from './UploadMetrics';
@@ -23,23 +21,21 @@ export interface UploadServiceOptions extends Leases {
 }
 
 export interface UploadServiceDeps {
-  contents: ContentRepository;
-  ledger: UploadLedger;
+  /** The bookkeeping of unfinished uploads. */
+  book: UploadBook;
   objects: ObjectStore;
   assembler: PartAssembler;
-  locks: Locks;
   logger: Logger;
   /** Counters for operators; a private registry when not given. */
   metrics?: UploadMetrics;
 }
 
-/** What every unit of the upload machinery works with: the stores, the content's lock, the clock. */
+/** What every unit of the upload machinery works with: the stores, the clock, the leases. */
 export interface UploadContext {
-  contents: ContentRepository;
-  ledger: UploadLedger;
+  book: UploadBook;
   objects: ObjectStore;
-  /** Changes to a content's bookkeeping, under its lock. */
-  commits: LedgerCommits;
+  /** Changes to an upload's bookkeeping, by compare-and-set. */
+  commits: BookCommits;
   logger: Logger;
   metrics: UploadMetrics;
   clock: Clock;
@@ -56,6 +52,8 @@ export interface WriteRequest {
   /** The body length the client announced; null for a chunked body. */
   declaredLength: number | null;
   contentType: string | null;
+  /** Who sends it (`bearer:<sub>`, `session:<user>`); kept with the content. */
+  uploader?: string | null;
   body: Readable;
   /** Where the request's time goes (its Server-Timing header); none for internal callers. */
   timings?: StageTimings;

@@ -1,8 +1,6 @@
 import { ServiceError } from '@cp/errors';
-import type { ContentRecord } from '../store/ContentRepository';
-import { LedgerCommits } from '../store/LedgerCommits';
-import type { PendingCleanup } from '../store/UploadLedger';
-import type { ByteRange } from './ByteRanges';
+import { BookCommits } from '../store/BookCommits';
+import type { UploadRecord } from '../store/UploadBook';
 import { BackgroundAssemblies } from './BackgroundAssemblies';
 import { ContentCreation } from './ContentCreation';
 import { RangeWriter } from './RangeWriter';
@@ -13,7 +11,8 @@ import { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, UploadServiceDeps, UploadServiceOptions, WriteOutcome, WriteRequest } from './UploadContext';
 import { UploadExpiry, type ExpiringUploads } from './UploadExpiry';
 import { UploadMetrics } from './UploadMetrics';
-import { UploadStatus, type UploadStatusReader } from './UploadStatus';
+import { UploadStatus } from './UploadStatus';
+import { contentKey } from './ObjectKeys';
 import { admitWrite } from './WriteAdmission';
 
 export type { Clock, UploadServiceDeps, UploadServiceOptions, WriteOutcome, WriteRequest } from './UploadContext';
@@ -30,7 +29,7 @@ export { MAX_LIFE_TTLS } from './WriteAdmission';
  * (UploadCompletion), writes to ready contents (ReadyContentRewrites), status (UploadStatus),
  * expiry and cleanup (UploadExpiry, UploadCleanup).
  */
-export class UploadService implements ExpiringUploads, UploadStatusReader {
+export class UploadService implements ExpiringUploads {
   readonly metrics: UploadMetrics;
   /** HEAD and the repair a download triggers: what DownloadService uses. */
   readonly status: UploadStatus;
@@ -42,22 +41,21 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
   private readonly creation: ContentCreation;
   private readonly ranges: RangeWriter;
   private readonly rewrites: ReadyContentRewrites;
-  private readonly contents: UploadContext['contents'];
+  private readonly ctx: UploadContext;
 
   constructor(deps: UploadServiceDeps, options: UploadServiceOptions) {
     this.metrics = deps.metrics ?? new UploadMetrics();
     const ctx: UploadContext = {
-      contents: deps.contents,
-      ledger: deps.ledger,
+      book: deps.book,
       objects: deps.objects,
-      commits: new LedgerCommits(deps.ledger, deps.locks, lockName),
+      commits: new BookCommits(deps.book),
       logger: deps.logger,
       metrics: this.metrics,
       clock: options.clock ?? (() => new Date()),
       leases: { completionLeaseMs: options.completionLeaseMs, assemblyLeaseMs: options.assemblyLeaseMs },
       uploadTtlMs: options.uploadTtlMs,
     };
-    this.contents = deps.contents;
+    this.ctx = ctx;
     this.cleanup = new UploadCleanup(ctx);
     this.background = new BackgroundAssemblies(options.backgroundAssemblies ?? 4, (contentId, error) =>
       deps.logger.warn({ contentId, err: error }, 'an assembly after its request failed; its claim is released or runs out, and a later request does it'),
@@ -75,20 +73,13 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
     const timings = request.timings ?? new StageTimings();
     if (admitted.kind === 'whole') return this.creation.storeWhole(request, admitted.total);
     if (admitted.kind === 'create') return this.creation.createWithRange(request, admitted.range, timings);
-    const record = await timings.time('record', () => this.contents.findUploading(request.ownerId, admitted.contentId));
-    if (!record) throw ServiceError.of('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
-    if (record.state === 'ready') return this.rewrites.rewrite(request.body, record, admitted.range);
-    return this.ranges.write(record, admitted.range, request.body, false, timings);
-  }
-
-  /** For readers: finishes what a crashed or failed request left undone, once its lease has run out. */
-  finishIfComplete(record: ContentRecord): Promise<ContentRecord> {
-    return this.status.finishIfComplete(record);
-  }
-
-  /** The received byte ranges of an unfinished content, for HEAD. */
-  received(record: ContentRecord): Promise<{ total: number | null; ranges: ByteRange[] }> {
-    return this.status.received(record);
+    const record = await timings.time('record', () => this.ctx.book.find(admitted.contentId));
+    if (record && record.ownerId === request.ownerId) return this.ranges.write(record, admitted.range, request.body, false, timings);
+    // No upload: a finished content (its object), or none of this owner's.
+    const s3Key = contentKey(request.ownerId, admitted.contentId);
+    const ready = record ? null : await this.ctx.objects.head(s3Key);
+    if (!ready) throw ServiceError.of('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
+    return this.rewrites.rewrite(request.body, { id: admitted.contentId, s3Key, total: ready.contentLength }, admitted.range);
   }
 
   /** For the sweeper: removes an upload whose time to live has run out (see UploadExpiry). */
@@ -97,26 +88,17 @@ export class UploadService implements ExpiringUploads, UploadStatusReader {
   }
 
   /** Removes everything of an unfinished content. */
-  discard(record: ContentRecord): Promise<void> {
+  discard(record: UploadRecord): Promise<void> {
     return this.cleanup.discard(record);
   }
 
   /** For the sweeper: cleanups noted at completion that have not happened. */
-  pendingCleanups(limit: number): Promise<PendingCleanup[]> {
+  pendingCleanups(limit: number): Promise<string[]> {
     return this.expiry.pendingCleanups(limit);
   }
 
-  /** For the sweeper: deletes the marks of bookkeeping forgotten long ago. */
-  dropGoneMarks(limit: number): Promise<number> {
-    return this.expiry.dropGoneMarks(limit);
-  }
-
   /** For the sweeper: deletes a completed content's staged objects and bookkeeping. */
-  finishCleanup(pending: PendingCleanup): Promise<boolean> {
-    return this.expiry.finishCleanup(pending);
+  finishCleanup(id: string): Promise<boolean> {
+    return this.expiry.finishCleanup(id);
   }
-}
-
-function lockName(id: string): string {
-  return `content:${id}`;
 }

@@ -1,5 +1,5 @@
-import type { LedgerView } from '../store/LedgerCommits';
-import type { Piece, UploadState } from '../store/UploadLedger';
+import type { BookView } from '../store/BookCommits';
+import type { Piece, UploadState } from '../store/UploadBook';
 import { covers } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';
 import { isBeingWritten, isStale, type Leases } from './WriteAdmission';
@@ -28,7 +28,7 @@ export interface Work {
  * Under the content's lock: claims the assembly of every candidate part that is covered and not
  * yet stored, and the completion when every part is stored.
  */
-export async function claimWork(view: LedgerView, total: number | null, candidates: number[], now: Date, leases: Leases, holder?: string): Promise<Work> {
+export async function claimWork(view: BookView, total: number | null, candidates: number[], now: Date, leases: Leases, holder?: string): Promise<Work> {
   const assemblies: Assembly[] = [];
   for (const k of candidates) {
     const part = await view.part(k);
@@ -60,7 +60,7 @@ export function allReceived(state: UploadState, total: number | null): boolean {
  * (stored parts are in the state) and the completion. Null when the total is not known or nothing
  * was received (or the bookkeeping is gone).
  */
-export async function claimRemainingWork(view: LedgerView, recordTotal: number | null, now: Date, leases: Leases, holder: string): Promise<Work | null> {
+export async function claimRemainingWork(view: BookView, recordTotal: number | null, now: Date, leases: Leases, holder: string): Promise<Work | null> {
   const total = recordTotal ?? view.state.total;
   if (total === null || view.state.lastByte < 0) return null;
   const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);

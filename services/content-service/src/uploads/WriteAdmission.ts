@@ -1,7 +1,7 @@
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/ranges';
-import type { ContentRecord } from '../store/ContentRepository';
-import type { PartRanges, UploadState } from '../store/UploadLedger';
+import type { UploadRecord } from '../store/UploadBook';
+import type { PartRanges, UploadState } from '../store/UploadBook';
 import { classifyRange, type ByteRange } from './ByteRanges';
 import { MAX_CONTENT_SIZE, PART_SIZE, PartGrid } from './PartGrid';
 
@@ -56,7 +56,7 @@ export function wholeBodyTooLarge(): ServiceError {
 }
 
 /** The total in force after this request, checked against what is known: 409 on a contradiction. */
-export function settleTotal(record: Pick<ContentRecord, 'total'>, state: UploadState, range: ContentRange): number | null {
+export function settleTotal(record: Pick<UploadRecord, 'total'>, state: UploadState, range: ContentRange): number | null {
   const known = record.total ?? state.total;
   if (range.total !== null) {
     if (known !== null && known !== range.total) throw totalConflict(known, range.total);
@@ -108,7 +108,7 @@ export function advancesLastByte(state: UploadState, total: number | null, b: nu
 
 /** An existing content has bookkeeping until it is completed or removed; a state without any means it is. */
 export function isWithoutBookkeeping(state: UploadState): boolean {
-  return state.lastByte < 0 && state.total === null && Object.keys(state.parts).length === 0;
+  return state.version === 0;
 }
 
 /** The grid parts a range has bytes in. */
@@ -129,7 +129,7 @@ export const MAX_LIFE_TTLS = 2;
  * lifecycle backstop aborts multipart uploads by age). At most once per `EXTEND_EVERY` of the
  * time to live, so that most writes leave the record alone. Null: the expiry stays.
  */
-export function extendedExpiry(record: Pick<ContentRecord, 'createdAt' | 'expiresAt'>, now: number, ttl: number): number | null {
+export function extendedExpiry(record: Pick<UploadRecord, 'createdAt' | 'expiresAt'>, now: number, ttl: number): number | null {
   const moved = Math.min(now + ttl, record.createdAt.getTime() + MAX_LIFE_TTLS * ttl);
   return moved - record.expiresAt.getTime() < ttl * EXTEND_EVERY ? null : moved;
 }
