@@ -70,7 +70,8 @@ async function timed(fn) {
   return { seconds: Number(process.hrtime.bigint() - start) / 1e9, value };
 }
 
-function s3Client() {
+/** A client of the local S3 server; `overrides` go into its configuration (e.g. `requestHandler: { httpAgent }`). */
+function s3Client(overrides = {}) {
   const env = backingEnv();
   return new S3Client({
     endpoint: env.S3_ENDPOINT,
@@ -79,6 +80,7 @@ function s3Client() {
     credentials: { accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY },
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    ...overrides,
   });
 }
 
@@ -97,6 +99,49 @@ function resetPeakRss(pid) {
   fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
+let clockTicks;
+/** CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat. */
+function cpuMs(pid) {
+  clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / clockTicks; // fields 14 and 15: utime, stime
+}
+
+/** The pid of the process listening on TCP `port` (IPv4 or IPv6), or null when none is found. */
+function listeningPid(port) {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const inodes = new Set();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text;
+    try {
+      text = fs.readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && f[1].endsWith(hexPort) && f[3] === '0A') inodes.add(`socket:[${f[9]}]`); // 0A: LISTEN
+    }
+  }
+  if (inodes.size === 0) return null;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let fds;
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const fd of fds) {
+      try {
+        if (inodes.has(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))) return Number(pid);
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+  }
+  return null;
+}
+
 /** `--name value` and `--flag` arguments of a benchmark: { name: [value], flag: [] }. */
 function benchArgs(argv = process.argv.slice(2)) {
   return Object.fromEntries(
@@ -108,7 +153,23 @@ function benchArgs(argv = process.argv.slice(2)) {
   );
 }
 
-module.exports = { benchArgs, floorProcess, MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, s3Client, drain, mbps, startStack, ROOT };
+module.exports = {
+  benchArgs,
+  cpuMs,
+  listeningPid,
+  floorProcess,
+  MiB,
+  ensureBackingServers,
+  peakRssMiB,
+  resetPeakRss,
+  inFlight,
+  timed,
+  s3Client,
+  drain,
+  mbps,
+  startStack,
+  ROOT,
+};
 
 const http = require('node:http');
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -116,11 +177,11 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 /**
  * One HTTP request with node:http (the same kind of client the AWS SDK uses, so that gateway and
  * direct-S3 figures compare like with like). The answer's body is drained and counted, or kept
- * when `keep` is set.
+ * when `keep` is set. `agent` replaces the shared keep-alive agent (64 sockets).
  */
-function request(method, url, headers, body, { keep = false } = {}) {
+function request(method, url, headers, body, { keep = false, agent: via = agent } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers: body ? { ...headers, 'content-length': body.length } : headers, agent }, (res) => {
+    const req = http.request(url, { method, headers: body ? { ...headers, 'content-length': body.length } : headers, agent: via }, (res) => {
       const chunks = [];
       let bytes = 0;
       res.on('data', (c) => {

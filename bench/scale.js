@@ -1,0 +1,699 @@
+// How the content API and sign-in hold up as the stores fill, against the S3 server straight, in one run.
+//   pnpm bench scale [--contents 20000] [--concurrency 32] [--seconds 8] [--owners 1]
+//                    [--users 10000] [--sessions 100000] [--signin-concurrency 8]
+// 1. Seeds contents of 10 KiB through the gateway (one-shot POST, 32 in flight) up to 1,000, measures,
+//    seeds on up to --contents, measures again. Each measurement: one-shot POST, GET and HEAD of a
+//    random stored content through the gateway, and PutObject, GetObject and HeadObject of the same
+//    size straight to the same S3 server with @aws-sdk/client-s3 (the gets and heads read the very
+//    objects the gateway serves), each for --seconds at --concurrency in flight, keep-alive on both
+//    sides. Reads run before writes, so they see exactly the count they are labelled with.
+// 2. Registers --users users (a certificate each) and --sessions sessions in the databases, in bulk,
+//    with documents made by the services' own store classes (their built dist/), then measures
+//    certificate sign-in, refresh of a random stored session and a content GET authorised by a
+//    random session's auth.sid (with a Bearer GET at the same concurrency for reference).
+// Every phase also reports the CPU time each process spent per request (utime + stime from
+// /proc/<pid>/stat). The S3, MongoDB-compatible and Redis servers are shared with whatever else runs
+// on the machine: their CPU includes any other user's load (the idle rates printed first tell).
+const { execFileSync } = require('node:child_process');
+const { createPrivateKey, generateKeyPairSync, randomBytes, randomUUID, webcrypto, X509Certificate } = require('node:crypto');
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
+const { DevKeys } = require('@cp/credentials');
+const { Binary, MongoClient } = require('mongodb');
+const { benchArgs, cpuMs, drain, ensureBackingServers, listeningPid, request, ROOT, s3Client, startStack } = require('./_support');
+const { purgeStackData } = require('../scripts/purge');
+
+const USAGE =
+  'usage: pnpm bench scale [--contents 20000] [--concurrency 32] [--seconds 8] [--owners 1] [--users 10000] [--sessions 100000] [--signin-concurrency 8]';
+const args = benchArgs();
+const num = (name, fallback) => {
+  const value = Number(args[name] ?? fallback);
+  if (!Number.isInteger(value) || value < 1) usage(`--${name} must be a positive integer`);
+  return value;
+};
+function usage(problem) {
+  process.stderr.write(`${problem ? `bench scale: ${problem}\n` : ''}${USAGE}\n`);
+  process.exit(problem ? 2 : 0);
+}
+const KNOWN = ['contents', 'concurrency', 'seconds', 'owners', 'users', 'sessions', 'signin-concurrency'];
+if ('help' in args) usage();
+for (const name of Object.keys(args)) if (!KNOWN.includes(name)) usage(`unknown option --${name}`);
+const CONTENTS = num('contents', 20000);
+const CONCURRENCY = num('concurrency', 32);
+const SECONDS = num('seconds', 8);
+const OWNERS = num('owners', 1);
+const USERS = num('users', 10000);
+const SESSIONS = num('sessions', 100000);
+const SIGNIN_CONCURRENCY = num('signin-concurrency', 8);
+const FIRST_POINT = 1000;
+const SIZE = 10 * 1024;
+const SEED_IN_FLIGHT = 32;
+const PROGRESS_EVERY_MS = 5000;
+if (CONTENTS < FIRST_POINT) usage(`--contents must be at least ${FIRST_POINT}`);
+
+const AUTH_DIR = path.join(ROOT, 'services', 'auth-service');
+const SESSION_DIR = path.join(ROOT, 'services', 'session-service');
+// Where the content-service puts a content's object: the direct reads fetch those very objects.
+const { contentKey } = require(path.join(ROOT, 'services/content-service/dist/uploads/ObjectKeys.js'));
+// pkijs and asn1js are the auth-service's; the bench borrows them to issue certificates and play the client.
+const pkijs = require(require.resolve('pkijs', { paths: [AUTH_DIR] }));
+const asn1js = require(require.resolve('asn1js', { paths: [AUTH_DIR] }));
+pkijs.setEngine('node', new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto }));
+
+const log = (line = '') => process.stdout.write(`${line}\n`);
+const openssl = (a) => execFileSync('openssl', a, { stdio: ['ignore', 'pipe', 'pipe'] });
+const fmt = (v, digits = 2) => (v === undefined || v === null || Number.isNaN(v) ? 'n/a' : v.toFixed(digits));
+
+function percentile(sorted, p) {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Runs `op(worker)` on `workers` loops for `seconds` (or until `maxCount` calls started); times each call. */
+async function forDuration(workers, seconds, op, maxCount = Infinity) {
+  const latencies = [];
+  let errors = 0;
+  let firstError;
+  let started = 0;
+  const t0 = performance.now();
+  const until = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: workers }, async (_, w) => {
+      while (performance.now() < until && started < maxCount) {
+        started++;
+        const t = performance.now();
+        try {
+          await op(w);
+          latencies.push(performance.now() - t);
+        } catch (error) {
+          errors++;
+          firstError ??= error.message ?? String(error);
+        }
+      }
+    }),
+  );
+  return { latencies, errors, firstError, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** The processes whose CPU is read around each phase: { short name: { pid, label } }. */
+let processes = {};
+const cpuOfAll = () => Object.fromEntries(Object.entries(processes).map(([n, p]) => [n, cpuMs(p.pid)]));
+
+const rows = [];
+/** Measures one phase: rate, p50, p99 of the successful calls, and CPU-ms per call of every process. */
+async function phase(label, op, { workers = CONCURRENCY, seconds = SECONDS, point = null } = {}) {
+  const before = cpuOfAll();
+  const r = await forDuration(workers, seconds, op);
+  const after = cpuOfAll();
+  const calls = r.latencies.length + r.errors;
+  const sorted = r.latencies.sort((a, b) => a - b);
+  const row = {
+    label,
+    point,
+    workers,
+    count: r.latencies.length,
+    errors: r.errors,
+    firstError: r.firstError,
+    seconds: r.seconds,
+    rate: r.latencies.length / r.seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    cpu: Object.fromEntries(Object.keys(processes).map((n) => [n, calls ? (after[n] - before[n]) / calls : NaN])),
+  };
+  rows.push(row);
+  log(
+    `${label.padEnd(34)} ${String(row.count).padStart(7)} in ${row.seconds.toFixed(1)} s ${fmt(row.rate, 1).padStart(8)}/s   p50 ${fmt(row.p50).padStart(7)} ms   p99 ${fmt(row.p99).padStart(7)} ms` +
+      (row.errors ? `   ${row.errors} FAILED (first: ${row.firstError})` : ''),
+  );
+  log(
+    `${''.padEnd(34)} cpu-ms/request: ${Object.keys(processes)
+      .map((n) => `${n} ${fmt(row.cpu[n])}`)
+      .join(', ')}`,
+  );
+  if (row.count === 0) throw new Error(`${label}: every request failed; first: ${row.firstError}`);
+  return row;
+}
+
+function check(res, status, what) {
+  if (res.status !== status) throw new Error(`${what} answered ${res.status}${res.body ? `: ${String(res.body).slice(0, 200)}` : ''}`);
+}
+
+async function main() {
+  ensureBackingServers();
+  const prefix = `bench${Date.now().toString(36)}`;
+  log(
+    `bench scale: contents of ${SIZE / 1024} KiB up to ${CONTENTS} (${OWNERS} owner(s)), ${CONCURRENCY} in flight, ${SECONDS} s per phase; ` +
+      `${USERS} users, ${SESSIONS} sessions, sign-in phases at ${SIGNIN_CONCURRENCY} in flight`,
+  );
+  const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
+  const s3Bucket = `${prefix}-contents`; // scripts/stack.js: the content-service's bucket
+  const gwAgent = new http.Agent({ keepAlive: true, maxSockets: Math.max(CONCURRENCY, SIGNIN_CONCURRENCY, SEED_IN_FLIGHT) });
+  const s3Agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(CONCURRENCY, SEED_IN_FLIGHT) });
+  const s3 = s3Client({ requestHandler: { httpAgent: s3Agent } });
+  const contents = []; // { owner, id } of every stored content
+  const directKeys = []; // objects PutObject wrote straight to S3
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    const t = performance.now();
+    await stack.stop();
+    // purgeStackData deletes objects one by one; the bulk of them go here in batches of 1,000 first.
+    const keys = [...contents.map((c) => contentKey(c.owner, c.id)), ...directKeys];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < keys.length) {
+          const batch = keys.slice(next, next + 1000);
+          next += 1000;
+          await s3.send(new DeleteObjectsCommand({ Bucket: s3Bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } })).catch(() => undefined);
+        }
+      }),
+    );
+    await purgeStackData(stack.prefix, stack.backing);
+    s3.destroy();
+    gwAgent.destroy();
+    log(`\ncleaned up (stack stopped, bucket and databases of ${prefix} removed) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      log(`\n${signal}: cleaning up`);
+      cleanup().finally(() => process.exit(130));
+    });
+  }
+  try {
+    const byName = Object.fromEntries(stack.services.map((s) => [s.name, s]));
+    const comm = (pid) => fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    const portOf = (url) => Number(new URL(url).port);
+    processes = {
+      gateway: { pid: byName.gateway.pid, label: 'gateway' },
+      content: { pid: byName['content-service'].pid, label: 'content-service' },
+      auth: { pid: byName['auth-service'].pid, label: 'auth-service' },
+      session: { pid: byName['session-service'].pid, label: 'session-service' },
+    };
+    for (const [short, what, url] of [
+      ['s3', 'S3 server', stack.backing.S3_ENDPOINT],
+      ['mongo', 'MongoDB-compatible server', stack.backing.MONGODB_URL],
+      ['redis', 'Redis', stack.backing.REDIS_URL],
+    ]) {
+      const pid = listeningPid(portOf(url));
+      if (pid) processes[short] = { pid, label: `${what} (${comm(pid)})` };
+      else log(`note: no process found listening for ${what} at ${url}; its CPU is not reported`);
+    }
+    processes.client = { pid: process.pid, label: 'this bench process (the client)' };
+    log(
+      `processes: ${Object.entries(processes)
+        .map(([n, p]) => `${n} = ${p.label} pid ${p.pid}`)
+        .join('; ')}`,
+    );
+
+    // What the shared processes burn with nothing from us: the noise under their cpu-ms/request.
+    const idleBefore = cpuOfAll();
+    const idleT = performance.now();
+    await new Promise((r) => setTimeout(r, 2000));
+    const idleAfter = cpuOfAll();
+    const idleSeconds = (performance.now() - idleT) / 1000;
+    const idle = Object.fromEntries(Object.keys(processes).map((n) => [n, (idleAfter[n] - idleBefore[n]) / idleSeconds]));
+    log(
+      `idle CPU before the run, ms per s: ${Object.keys(processes)
+        .map((n) => `${n} ${fmt(idle[n], 1)}`)
+        .join(', ')}\n`,
+    );
+
+    const owners = Array.from({ length: OWNERS }, () => randomUUID());
+    const token = await new DevKeys(stack.keysDir).mint({ owners, ttlSeconds: 24 * 3600 });
+    const bearer = { authorization: `Bearer ${token}` };
+    const gw = stack.gatewayUrl;
+    const body = randomBytes(SIZE);
+    const opts = { agent: gwAgent, keep: false };
+    const pickOwner = () => owners[Math.floor(Math.random() * owners.length)];
+
+    const post = async () => {
+      const owner = pickOwner();
+      const res = await request('POST', `${gw}/v1/${owner}/contents`, bearer, body, { agent: gwAgent, keep: true });
+      check(res, 201, 'POST');
+      contents.push({ owner, id: JSON.parse(res.body).id });
+    };
+
+    // Seeding: POSTs with SEED_IN_FLIGHT in flight until `target` contents are stored.
+    const seeding = { contents: 0, seconds: 0, cpu: {} };
+    const seedTo = async (target) => {
+      if (contents.length >= target) return;
+      const from = contents.length;
+      const before = cpuOfAll();
+      const t0 = performance.now();
+      let last = t0;
+      let pending = 0;
+      let failures = 0;
+      await Promise.all(
+        Array.from({ length: SEED_IN_FLIGHT }, async () => {
+          while (contents.length + pending < target) {
+            pending++;
+            try {
+              await post();
+            } catch (error) {
+              if (++failures > 100 + target / 100) throw new Error(`seeding: ${failures} POSTs failed; the last: ${error.message}`, { cause: error });
+            } finally {
+              pending--;
+            }
+            const now = performance.now();
+            if (now - last >= PROGRESS_EVERY_MS) {
+              last = now;
+              log(`  seeding: ${contents.length} of ${target} stored, ${((contents.length - from) / ((now - t0) / 1000)).toFixed(0)}/s`);
+            }
+          }
+        }),
+      );
+      const after = cpuOfAll();
+      const seconds = (performance.now() - t0) / 1000;
+      const n = contents.length - from;
+      seeding.contents += n;
+      seeding.seconds += seconds;
+      for (const p of Object.keys(processes)) seeding.cpu[p] = (seeding.cpu[p] ?? 0) + after[p] - before[p];
+      log(
+        `seeded ${n} contents (${from} -> ${contents.length}) in ${seconds.toFixed(1)} s: ${(n / seconds).toFixed(0)}/s` +
+          (failures ? `, ${failures} POSTs failed and were retried` : ''),
+      );
+    };
+
+    const randomContent = (upTo) => contents[Math.floor(Math.random() * upTo)];
+    const ops = (upTo) => ({
+      'GET gateway': async () => {
+        const c = randomContent(upTo);
+        const res = await request('GET', `${gw}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts);
+        check(res, 200, 'GET');
+        if (res.bytes !== SIZE) throw new Error(`GET returned ${res.bytes} bytes`);
+      },
+      'GetObject S3': async () => {
+        const c = randomContent(upTo);
+        const out = await s3.send(new GetObjectCommand({ Bucket: s3Bucket, Key: contentKey(c.owner, c.id) }));
+        const n = await drain(out.Body);
+        if (n !== SIZE) throw new Error(`GetObject returned ${n} bytes`);
+      },
+      'HEAD gateway': async () => {
+        const c = randomContent(upTo);
+        check(await request('HEAD', `${gw}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts), 200, 'HEAD');
+      },
+      'HeadObject S3': async () => {
+        const c = randomContent(upTo);
+        await s3.send(new HeadObjectCommand({ Bucket: s3Bucket, Key: contentKey(c.owner, c.id) }));
+      },
+      'POST gateway': post,
+      // Into the content-service's bucket and folder, as its own PutObject, so both write into a folder of one size.
+      'PutObject S3': async () => {
+        const Key = contentKey(pickOwner(), randomUUID());
+        await s3.send(new PutObjectCommand({ Bucket: s3Bucket, Key, Body: body, ContentLength: SIZE, ContentType: 'application/octet-stream' }));
+        directKeys.push(Key);
+      },
+    });
+    const PAIRS = [
+      ['GET', 'GET gateway', 'GetObject S3'],
+      ['HEAD', 'HEAD gateway', 'HeadObject S3'],
+      ['POST', 'POST gateway', 'PutObject S3'],
+    ];
+
+    const points = [];
+    for (const target of [...new Set([FIRST_POINT, CONTENTS])]) {
+      await seedTo(target);
+      const stored = contents.length;
+      const o = ops(stored);
+      // The S3 keys must be the content-service's: one HeadObject tells.
+      const probe = contents[0];
+      await s3.send(new HeadObjectCommand({ Bucket: s3Bucket, Key: contentKey(probe.owner, probe.id) })).catch((error) => {
+        throw new Error(`content ${probe.id} is not at S3 key ${contentKey(probe.owner, probe.id)} (${error.name}): the direct reads would miss`, {
+          cause: error,
+        });
+      });
+      if (points.length === 0) {
+        // Warm-up (not measured): connections, JIT, caches of both paths.
+        for (const name of ['GET gateway', 'GetObject S3', 'HEAD gateway', 'HeadObject S3', 'PutObject S3'])
+          await forDuration(CONCURRENCY, 2, o[name], 4 * CONCURRENCY);
+      }
+      log(`\nat ${stored} stored contents (${CONCURRENCY} in flight, ${SECONDS} s each; reads first, then writes):`);
+      const point = { stored, rows: {} };
+      // Gateway and S3 back to back, reads before writes.
+      for (const [, gwName, s3Name] of PAIRS) {
+        for (const name of [gwName, s3Name]) point.rows[name] = await phase(`${name} @${stored}`, o[name], { point: stored });
+      }
+      point.after = contents.length;
+      points.push(point);
+    }
+
+    // ---- sign-in at scale ----
+    log(`\nregistering ${USERS} users and ${SESSIONS} sessions in bulk, with the services' own store classes:`);
+    const signin = await seedSignIn(stack, owners);
+    const gwUrl = stack.gatewayUrl;
+    const signInOnce = async (user) => {
+      const a = await request('POST', `${gwUrl}/auth/v5.13/authenticate-by-cert?apiKey=${signin.apiKey}`, {}, user.pem, { agent: gwAgent, keep: true });
+      check(a, 200, 'authenticate-by-cert');
+      const { EncryptedKey, Link } = JSON.parse(a.body);
+      const rnd = await decrypt(EncryptedKey, signin.pkcs8);
+      const b = await request('POST', `${Link.Href}&apiKey=${signin.apiKey}`, { 'content-type': 'application/octet-stream' }, rnd, {
+        agent: gwAgent,
+        keep: true,
+      });
+      check(b, 200, 'approve-cert');
+      return JSON.parse(b.body);
+    };
+    // One sign-in (rnd) per user at a time, one refresh per session at a time: workers take a free one.
+    const busy = new Set();
+    const takeFree = (n) => {
+      for (;;) {
+        const i = Math.floor(Math.random() * n);
+        if (!busy.has(i)) {
+          busy.add(i);
+          return i;
+        }
+      }
+    };
+    const withFree = (n, fn) => async () => {
+      const i = takeFree(n);
+      try {
+        await fn(i);
+      } finally {
+        busy.delete(i);
+      }
+    };
+    const sopts = { workers: SIGNIN_CONCURRENCY, point: 'signin' };
+    log(`\nwith ${USERS} users and ${SESSIONS} sessions registered (${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each):`);
+    await forDuration(
+      SIGNIN_CONCURRENCY,
+      2,
+      withFree(USERS, (i) => signInOnce(signin.users[i])),
+      2 * SIGNIN_CONCURRENCY,
+    ); // warm-up
+    const signInRow = await phase(
+      'sign-in (authenticate+approve)',
+      withFree(USERS, (i) => signInOnce(signin.users[i])),
+      sopts,
+    );
+    const refreshRow = await phase(
+      'refresh of a stored session',
+      withFree(SESSIONS, async (i) => {
+        const s = signin.sessions[i];
+        const r = await request(
+          'POST',
+          `${gwUrl}/sessions/v5.13/sessions/refresh?auth.sid=${s.Sid}&refresh-token=${s.RefreshToken}&api-key=${signin.apiKey}`,
+          {},
+          null,
+          { agent: gwAgent, keep: true },
+        );
+        check(r, 200, 'refresh');
+        const pair = JSON.parse(r.body);
+        s.Sid = pair.Sid;
+        s.RefreshToken = pair.RefreshToken;
+      }),
+      sopts,
+    );
+    const byOwner = new Map(owners.map((o) => [o, []]));
+    for (const c of contents) byOwner.get(c.owner).push(c.id);
+    const sidRow = await phase(
+      'GET, auth.sid of a stored session',
+      async () => {
+        const s = signin.sessions[Math.floor(Math.random() * SESSIONS)];
+        const ids = byOwner.get(s.owner);
+        const id = ids[Math.floor(Math.random() * ids.length)];
+        const res = await request('GET', `${gwUrl}/v1/${s.owner}/contents/${id}`, { authorization: `auth.sid ${s.Sid}` }, null, opts);
+        check(res, 200, 'GET with auth.sid');
+      },
+      sopts,
+    );
+    const bearerRow = await phase(
+      'GET, Bearer (reference)',
+      async () => {
+        const c = randomContent(contents.length);
+        check(await request('GET', `${gwUrl}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts), 200, 'GET with Bearer');
+      },
+      sopts,
+    );
+
+    summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs: PAIRS });
+  } finally {
+    await cleanup();
+  }
+}
+
+/** Decrypts EncryptedKey in process with pkijs, as bench/signin.js does by default. */
+async function decrypt(encryptedKeyB64, pkcs8) {
+  const info = pkijs.ContentInfo.fromBER(Buffer.from(encryptedKeyB64, 'base64'));
+  const enveloped = new pkijs.EnvelopedData({ schema: info.content });
+  return Buffer.from(await enveloped.decrypt(0, { recipientPrivateKey: pkcs8 }));
+}
+
+/**
+ * A CA (trusted with `pnpm admin trust add`), an api key (`pnpm admin apikey create`), USERS users
+ * with one certificate each and SESSIONS sessions over them, written in bulk. The documents are made
+ * by the services' own code from dist/: UserRegistry.upsertUser and addCertificate (with the
+ * certificate document built as `admin user add` builds it), and SessionService.create through
+ * SessionRepository.insertFamily and insertPair, each running against collections that only collect
+ * what they are given; the collected documents then go in with insertMany. The users share one
+ * RSA-2048 key (a certificate each, issued here with pkijs): issuing 10,000 keys would take minutes.
+ */
+async function seedSignIn(stack, owners) {
+  const t0 = performance.now();
+  const env = { ...process.env, MONGODB_URL: stack.backing.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase };
+  const admin = (...a) =>
+    execFileSync(process.execPath, [path.join(AUTH_DIR, 'dist/admin/cli.js'), ...a], { env })
+      .toString()
+      .trim();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cp-bench-scale-'));
+  let apiKey;
+  let caCert;
+  let caKey;
+  try {
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=Bench Scale CA',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+      '-keyout',
+      `${dir}/ca.key`,
+      '-out',
+      `${dir}/ca.pem`,
+    ]);
+    admin('trust', 'add', '--cert', `${dir}/ca.pem`);
+    apiKey = admin('apikey', 'create', '--label', 'bench-scale');
+    caCert = pkijs.Certificate.fromBER(new Uint8Array(new X509Certificate(fs.readFileSync(`${dir}/ca.pem`)).raw).buffer);
+    const caKeyDer = createPrivateKey(fs.readFileSync(`${dir}/ca.key`)).export({ type: 'pkcs8', format: 'der' });
+    caKey = await webcrypto.subtle.importKey('pkcs8', caKeyDer, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign']);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const userKey = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    publicKeyEncoding: { type: 'spki', format: 'der' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'der' },
+  });
+  const spki = new Uint8Array(userKey.publicKey).buffer;
+  const issue = async (i) => {
+    const cert = new pkijs.Certificate();
+    cert.version = 2;
+    const serial = randomBytes(16);
+    serial[0] = (serial[0] & 0x7f) | 0x01; // positive, no leading zero
+    cert.serialNumber = new asn1js.Integer({ valueHex: new Uint8Array(serial).buffer });
+    cert.issuer = caCert.subject;
+    cert.subject.typesAndValues.push(new pkijs.AttributeTypeAndValue({ type: '2.5.4.3', value: new asn1js.Utf8String({ value: `bench-scale-user-${i}` }) }));
+    cert.notBefore.value = new Date(Date.now() - 3600_000);
+    cert.notAfter.value = new Date(Date.now() + 2 * 24 * 3600_000);
+    cert.subjectPublicKeyInfo = pkijs.PublicKeyInfo.fromBER(spki);
+    await cert.sign(caKey, 'SHA-256');
+    return Buffer.from(cert.toSchema(true).toBER(false));
+  };
+
+  // The services' own classes, from their build output.
+  const { UserRegistry } = require(path.join(AUTH_DIR, 'dist/store/UserRegistry.js'));
+  const { parseDer } = require(path.join(AUTH_DIR, 'dist/certificates/CertificateText.js'));
+  const { dnText } = require(path.join(AUTH_DIR, 'dist/certificates/CertificateFacts.js'));
+  const { SessionRepository } = require(path.join(SESSION_DIR, 'dist/store/SessionRepository.js'));
+  const { SessionService } = require(path.join(SESSION_DIR, 'dist/sessions/SessionService.js'));
+  const { loadConfig } = require(path.join(SESSION_DIR, 'dist/config.js'));
+  const collecting = () => ({
+    docs: [],
+    insertOne(doc) {
+      this.docs.push(doc);
+      return Promise.resolve({ acknowledged: true, insertedId: doc._id });
+    },
+    findOne: () => Promise.resolve(null),
+  });
+
+  // Users and certificates
+  const registrySink = Object.create(UserRegistry.prototype);
+  registrySink.users = collecting();
+  registrySink.certificates = collecting();
+  const users = new Array(USERS);
+  let nextUser = 0;
+  const now = new Date();
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (nextUser < USERS) {
+        const i = nextUser++;
+        const der = await issue(i);
+        const leaf = parseDer(der);
+        const userId = randomUUID();
+        const owner = owners[i % owners.length];
+        const saved = await registrySink.upsertUser(userId, [owner], now);
+        // As `admin user add` writes it.
+        await registrySink.addCertificate({
+          _id: leaf.thumbprint,
+          userId: saved._id,
+          subject: dnText(leaf.cert.subject),
+          notAfter: leaf.cert.notAfter.value,
+          der: new Binary(leaf.der),
+          addedAt: now,
+        });
+        users[i] = {
+          userId: saved._id,
+          owners: saved.owners,
+          thumbprint: leaf.thumbprint,
+          pem: Buffer.from(`-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`),
+        };
+      }
+    }),
+  );
+  const tUsers = performance.now();
+
+  // Sessions: SessionService.create, with the lifetimes the running session-service read from its environment.
+  const config = loadConfig({ ...process.env, ...stack.sessionEnv });
+  const repoSink = Object.create(SessionRepository.prototype);
+  repoSink.families = collecting();
+  repoSink.pairs = collecting();
+  repoSink.refreshKeys = collecting();
+  const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+  const service = new SessionService(
+    repoSink,
+    null,
+    () => new Date(),
+    {
+      sidTtlMs: config.SID_TTL_SECONDS * 1000,
+      refreshTtlMs: config.REFRESH_TTL_SECONDS * 1000,
+      maxLifetimeMs: config.SESSION_MAX_LIFETIME_SECONDS * 1000,
+      graceMs: config.REFRESH_GRACE_SECONDS * 1000,
+    },
+    quiet,
+    null,
+  );
+  const sessions = new Array(SESSIONS);
+  for (let j = 0; j < SESSIONS; j++) {
+    const u = users[j % USERS];
+    const issued = await service.create(u.userId, u.owners, u.thumbprint);
+    sessions[j] = { Sid: issued.Sid, RefreshToken: issued.RefreshToken, owner: u.owners[0] };
+  }
+  const tMade = performance.now();
+
+  const mongo = await MongoClient.connect(stack.backing.MONGODB_URL, { serverSelectionTimeoutMS: 5000 });
+  const written = {};
+  try {
+    const registry = new UserRegistry(mongo.db(stack.authDatabase));
+    const repo = new SessionRepository(mongo.db(stack.sessionEnv.MONGODB_DATABASE));
+    await registry.ensureIndexes();
+    await repo.ensureIndexes();
+    const bulk = async (name, collection, docs) => {
+      const t = performance.now();
+      for (let k = 0; k < docs.length; k += 1000) await collection.insertMany(docs.slice(k, k + 1000), { ordered: false });
+      written[name] = { count: docs.length, seconds: (performance.now() - t) / 1000 };
+      log(`  ${name}: ${docs.length} documents in ${written[name].seconds.toFixed(1)} s`);
+    };
+    await bulk('users', registry.users, registrySink.users.docs);
+    await bulk('certificates', registry.certificates, registrySink.certificates.docs);
+    await bulk('session_families', repo.families, repoSink.families.docs);
+    await bulk('session_pairs', repo.pairs, repoSink.pairs.docs);
+    await bulk('session_refresh_keys', repo.refreshKeys, repoSink.refreshKeys.docs);
+    const counted = {
+      users: await registry.users.countDocuments(),
+      certificates: await registry.certificates.countDocuments(),
+      families: await repo.families.countDocuments(),
+      pairs: await repo.pairs.countDocuments(),
+    };
+    log(
+      `  in the databases now: ${counted.users} users, ${counted.certificates} certificates, ${counted.families} session families, ${counted.pairs} session pairs`,
+    );
+    if (counted.users < USERS || counted.pairs < SESSIONS) throw new Error(`seeding sign-in: fewer documents than asked for: ${JSON.stringify(counted)}`);
+  } finally {
+    await mongo.close();
+  }
+  const tDone = performance.now();
+  const timing = {
+    certificates: (tUsers - t0) / 1000,
+    sessionsMade: (tMade - tUsers) / 1000,
+    inserts: (tDone - tMade) / 1000,
+    total: (tDone - t0) / 1000,
+  };
+  log(
+    `  ${USERS} users and certificates made in ${timing.certificates.toFixed(1)} s, ${SESSIONS} sessions made in ${timing.sessionsMade.toFixed(1)} s, ` +
+      `written in ${timing.inserts.toFixed(1)} s`,
+  );
+  return { apiKey, users, sessions, pkcs8: new Uint8Array(userKey.privateKey).buffer, timing, written };
+}
+
+function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs }) {
+  const names = Object.keys(processes);
+  const ratio = (a, b) => (a === undefined || b === undefined || !b ? 'n/a' : (a / b).toFixed(2));
+  const line = (cells, widths) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
+  log('\n================ summary (every figure measured in this run) ================');
+  log(
+    `contents: ${SIZE / 1024} KiB, ${CONCURRENCY} in flight, ${SECONDS} s per phase, keep-alive agents both sides; ` +
+      `seeding: ${seeding.contents} contents by POST through the gateway, ${SEED_IN_FLIGHT} in flight, ${(seeding.contents / seeding.seconds).toFixed(0)}/s over ${seeding.seconds.toFixed(1)} s`,
+  );
+  const w = [22, 9, 9, 9, 9, 9, 9];
+  for (const p of points) {
+    log(`\nat ${p.stored} stored contents (${p.after} after its POST phase):`);
+    log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed'], w));
+    for (const [op, gwName, s3Name] of pairs) {
+      const g = p.rows[gwName];
+      const d = p.rows[s3Name];
+      log(line([gwName, fmt(g.rate, 1), fmt(g.p50), fmt(g.p99), g.errors], w));
+      log(line([s3Name, fmt(d.rate, 1), fmt(d.p50), fmt(d.p99), d.errors], w));
+      log(line([`${op} gateway / S3`, ratio(g.rate, d.rate), ratio(g.p50, d.p50), ratio(g.p99, d.p99), ''], w));
+    }
+  }
+  if (points.length > 1) {
+    const [a, b] = [points[0], points[points.length - 1]];
+    log(`\nat ${b.stored} vs at ${a.stored} stored contents (ratio later / earlier):`);
+    log(line(['', 'rate', 'p50', 'p99'], w));
+    for (const [, gwName, s3Name] of pairs) {
+      for (const name of [gwName, s3Name])
+        log(line([name, ratio(b.rows[name].rate, a.rows[name].rate), ratio(b.rows[name].p50, a.rows[name].p50), ratio(b.rows[name].p99, a.rows[name].p99)], w));
+    }
+  } else {
+    log(`\n(--contents ${CONTENTS} is the first point: no later point to compare with)`);
+  }
+
+  log(
+    `\nsign-in at scale: ${USERS} users, ${SESSIONS} sessions registered (bulk insert: ${signin.timing.total.toFixed(1)} s), ${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each:`,
+  );
+  log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed'], [34, 9, 9, 9, 9]));
+  for (const r of [signInRow, refreshRow, sidRow, bearerRow]) log(line([r.label, fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors], [34, 9, 9, 9, 9]));
+  log(
+    `GET auth.sid / Bearer at ${SIGNIN_CONCURRENCY} in flight: rate ${ratio(sidRow.rate, bearerRow.rate)}, p50 ${ratio(sidRow.p50, bearerRow.p50)}, p99 ${ratio(sidRow.p99, bearerRow.p99)}`,
+  );
+
+  const cw = [36, ...names.map((n) => Math.max(8, n.length))];
+  log('\nCPU-ms per request, by process (seeding: per stored content):');
+  log(line(['', ...names], cw));
+  log(line([`seeding POST (${seeding.contents})`, ...names.map((n) => fmt(seeding.cpu[n] / seeding.contents, 3))], cw));
+  for (const r of rows) log(line([r.label, ...names.map((n) => fmt(r.cpu[n], 3))], cw));
+  log(line(['idle before the run, ms per s', ...names.map((n) => fmt(idle[n], 1))], cw));
+  log(`processes: ${names.map((n) => `${n} = ${processes[n].label}`).join('; ')}`);
+  log('the S3, MongoDB-compatible and Redis servers are shared with anything else on this machine: their figures include its load');
+  const failed = rows.filter((r) => r.errors);
+  if (failed.length) log(`FAILED requests in: ${failed.map((r) => `${r.label} (${r.errors}, first: ${r.firstError})`).join('; ')}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`bench scale: ${error.stack || error}\n`);
+    process.exit(1);
+  },
+);
