@@ -19,8 +19,7 @@ export interface Download {
 }
 
 /** What HEAD tells: a finished content's object, or an unfinished upload's received ranges. */
-export type ContentStatus =
-  { state: 'ready'; info: ObjectInfo } | { state: 'uploading'; record: UploadRecord; total: number | null; received: ByteRange[] };
+export type ContentStatus = { state: 'ready'; info: ObjectInfo } | { state: 'uploading'; record: UploadRecord; total: number | null; received: ByteRange[] };
 
 /**
  * Serves finished contents straight from S3: their object is their record, so a GET is one

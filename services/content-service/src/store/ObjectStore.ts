@@ -19,49 +19,15 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { isNotFound, unquote } from './s3Errors';
+import { objectInfo, type ObjectInfo, type ObjectStoreTimeouts, type StoredObject } from './ObjectInfo';
 import { StorageTimeout, watchedDownload, watchedUpload } from './S3Progress';
 
 export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
 export { StorageTimeout } from './S3Progress';
+export type { ObjectInfo, ObjectStoreTimeouts, StoredObject } from './ObjectInfo';
 
-/** What S3 answers about an object: the record of a finished content. */
-export interface ObjectInfo {
-  /** The whole object's size. */
-  contentLength: number;
-  etag: string;
-  contentType: string;
-  lastModified: Date | null;
-  /** User metadata (`x-amz-meta-*`), names in lower case. */
-  metadata: Record<string, string>;
-}
-
-function objectInfo(
-  out: { ETag?: string; ContentType?: string; LastModified?: Date; Metadata?: Record<string, string> },
-  contentLength: number,
-): ObjectInfo {
-  return {
-    contentLength,
-    etag: out.ETag ?? '',
-    contentType: out.ContentType ?? 'application/octet-stream',
-    lastModified: out.LastModified ?? null,
-    metadata: out.Metadata ?? {},
-  };
-}
-
-export interface StoredObject {
-  body: Readable;
-  contentLength: number;
-}
-
-export interface ObjectStoreTimeouts {
-  /**
-   * How long a call without a streamed body may wait for S3's answer (its headers), SDK retries
-   * included. CompleteMultipartUpload, which S3 may take minutes over for a large object, is left out.
-   */
-  callMs: number;
-  /** How long a streamed body may make no progress that S3 is to blame for before the call fails. */
-  stallMs: number;
-}
+/** An object as GetObject serves it: `start` and `ranged` tell whether S3 served the range asked for. */
+export type ServedObject = StoredObject & { info: ObjectInfo; start: number; ranged: boolean };
 
 /** Everything the content-service asks of S3, behind one small class. */
 export class ObjectStore {
@@ -97,7 +63,7 @@ export class ObjectStore {
 
   async ensureBucket(): Promise<void> {
     try {
-      await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
+      await this.ping();
     } catch (error) {
       if (!isNotFound(error)) throw error;
       try {
@@ -110,24 +76,15 @@ export class ObjectStore {
 
   /** The backstop for uploads the sweeper never saw; not every S3 server supports it. */
   async setAbortIncompleteUploadsRule(days: number): Promise<boolean> {
+    const rule = {
+      ID: 'abort-incomplete-multipart-uploads',
+      Status: 'Enabled' as const,
+      Filter: { Prefix: '' },
+      AbortIncompleteMultipartUpload: { DaysAfterInitiation: days },
+    };
     try {
       await this.bounded((abortSignal) =>
-        this.s3.send(
-          new PutBucketLifecycleConfigurationCommand({
-            Bucket: this.bucket,
-            LifecycleConfiguration: {
-              Rules: [
-                {
-                  ID: 'abort-incomplete-multipart-uploads',
-                  Status: 'Enabled',
-                  Filter: { Prefix: '' },
-                  AbortIncompleteMultipartUpload: { DaysAfterInitiation: days },
-                },
-              ],
-            },
-          }),
-          { abortSignal },
-        ),
+        this.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: [rule] } }), { abortSignal }),
       );
       return true;
     } catch (error) {
@@ -227,8 +184,8 @@ export class ObjectStore {
     }
   }
 
-  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[], signal?: AbortSignal): Promise<string> {
-    const out = await this.s3.send(
+  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[], signal?: AbortSignal): Promise<void> {
+    await this.s3.send(
       new CompleteMultipartUploadCommand({
         Bucket: this.bucket,
         Key: key,
@@ -237,7 +194,6 @@ export class ObjectStore {
       }),
       { abortSignal: signal },
     );
-    return out.ETag ?? '';
   }
 
   /** The parts S3 holds for a multipart upload: part number → ETag (without quotes) and size. */
@@ -256,38 +212,26 @@ export class ObjectStore {
   }
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
-    try {
-      await this.bounded((abortSignal) =>
-        this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal }),
-      );
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-    }
+    await orNull(
+      this.bounded((abortSignal) => this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal })),
+    );
   }
 
   /** What S3 says of an object, or null when it does not exist. */
   async head(key: string): Promise<ObjectInfo | null> {
-    try {
-      const out = await this.bounded((abortSignal) => this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }));
-      return objectInfo(out, out.ContentLength ?? 0);
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw error;
-    }
+    const out = await orNull(this.bounded((abortSignal) => this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal })));
+    return out && objectInfo(out, out.ContentLength ?? 0);
   }
 
   /**
    * Streams an object, or the bytes S3 serves for `range` (an RFC 9110 `bytes=` range, clipped by
    * S3 to the object); null when the object does not exist. S3's refusal of the range (416) is thrown.
    */
-  async get(key: string, range: string | undefined, signal?: AbortSignal): Promise<(StoredObject & { info: ObjectInfo; start: number; ranged: boolean }) | null> {
-    let out;
-    try {
-      out = await this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }), { abortSignal }), signal);
-    } catch (error) {
-      if (isNotFound(error)) return null;
-      throw error;
-    }
+  async get(key: string, range: string | undefined, signal?: AbortSignal): Promise<ServedObject | null> {
+    const out = await orNull(
+      this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }), { abortSignal }), signal),
+    );
+    if (!out) return null;
     const length = out.ContentLength ?? 0;
     const served = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(out.ContentRange ?? '');
     const body = watchedDownload(out.Body as Readable, this.timeouts.stallMs);
@@ -338,5 +282,15 @@ export class ObjectStore {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return deleted;
+  }
+}
+
+/** The call's answer, or null when S3 says there is no such object, upload or bucket. */
+async function orNull<O>(call: Promise<O>): Promise<O | null> {
+  try {
+    return await call;
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
   }
 }

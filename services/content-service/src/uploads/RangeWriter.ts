@@ -19,7 +19,7 @@ import { advancesLastByte, checkWritable, expired, extendedExpiry, isWithoutBook
 /**
  * Stores one range of an unfinished content: a range that is exactly a grid part streams straight
  * into UploadPart (claimed first, as that cannot be undone); any other range is staged as its own
- * S3 object. Then, under the content's lock, the bookkeeping is checked again and updated, and
+ * S3 object. Then, in one compare-and-set commit, the bookkeeping is checked again and updated, and
  * any assembly or the completion this range makes possible is claimed and run.
  */
 export class RangeWriter {
@@ -35,13 +35,13 @@ export class RangeWriter {
     const wanted: ByteRange = { a: range.start, b: range.end };
 
     // The total decides whether a short range on a part boundary is the final part; it is looked up
-    // only when the record does not have it. Everything is checked again under the lock.
+    // only when the record does not have it. Everything is checked again in the commit.
     // A part assembled in this process after its request answered: a write to it waits for that.
     await this.completion.settleAssemblies(id, partsTouched(wanted));
     const known = record.total === null ? await timings.time('commit', () => book.state(id)) : null;
     const total = settleTotal(record, known ?? emptyUploadState(id), range);
     const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
-    // An S3 part write cannot be undone: before it, the part is claimed under the lock (checked
+    // An S3 part write cannot be undone: before it, the part is claimed in a commit (checked
     // against what it holds), so that no other write or assembly of that part runs meanwhile.
     const writer = randomBytes(6).toString('hex');
     if (k !== null) {
@@ -111,7 +111,7 @@ export class RangeWriter {
     return { piece: { ...wanted, kind: 'staged', key, sha256: hashed.digest }, etag: null };
   }
 
-  /** Under the content's lock: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */
+  /** In one commit: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */
   private record(
     record: UploadRecord,
     range: ContentRange,
@@ -146,7 +146,7 @@ export class RangeWriter {
           }
           part.writing = null;
         }
-        // Under the lock, so that the sweeper (which decides under it too) sees the moved expiry.
+        // In the commit, so that the sweeper (whose expiry decision is a commit too) sees the moved expiry.
         if ((await this.keepAlive(record)) <= now.getTime()) throw expired(record._id);
         const earlier = parts[0]!.pieces.find((p) => p.a === wanted.a && p.b === wanted.b);
         if (earlier?.kind === 'staged' && piece.kind === 'staged' && parts.some((p) => state.parts[partKey(p.k)])) {

@@ -14,7 +14,7 @@ import { claimCompletion, claimRemainingWork, type Work } from './WorkClaims';
 import { partsTouched } from './WriteAdmission';
 
 /**
- * Runs what a request claimed under the content's lock: the assembly of covered parts from their
+ * Runs what a request claimed in the bookkeeping: the assembly of covered parts from their
  * staged pieces, then, for the one holder of the completion claim, CompleteMultipartUpload after
  * checking with ListParts that S3 holds the recorded parts.
  */
@@ -80,7 +80,7 @@ export class UploadCompletion {
   }
 
   /**
-   * Runs the assemblies and completion claimed under the lock by `holder` (the request's fencing
+   * Runs the assemblies and completion claimed in the bookkeeping by `holder` (the request's fencing
    * token); true when this request completed the content. Each claim is renewed while its work
    * runs; a claim lost meanwhile aborts the work, and its result is not recorded.
    */

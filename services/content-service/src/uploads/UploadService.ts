@@ -22,7 +22,7 @@ export { MAX_LIFE_TTLS } from './WriteAdmission';
 /**
  * Takes uploads. A range that is exactly a grid part streams straight into UploadPart; any other
  * range is staged in S3 and assembled into its part once the part is covered. Completion is
- * claimed under the content's lock, so exactly one request completes a content.
+ * claimed by compare-and-set in the upload's bookkeeping, so exactly one request completes a content.
  *
  * A façade over the units that do the work: admission (WriteAdmission), new contents
  * (ContentCreation), ranges (RangeWriter), claims (WorkClaims), assembly and completion

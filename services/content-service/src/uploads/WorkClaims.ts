@@ -9,7 +9,7 @@ export interface Assembly {
   pieces: Piece[];
 }
 
-/** What a request claimed under the content's lock, to do after releasing it. */
+/** What a request claimed in a commit, to do after it. */
 export interface Work {
   assemblies: Assembly[];
   complete: boolean;
@@ -25,7 +25,7 @@ export interface Work {
 }
 
 /**
- * Under the content's lock: claims the assembly of every candidate part that is covered and not
+ * In a commit: claims the assembly of every candidate part that is covered and not
  * yet stored, and the completion when every part is stored.
  */
 export async function claimWork(view: BookView, total: number | null, candidates: number[], now: Date, leases: Leases, holder?: string): Promise<Work> {
