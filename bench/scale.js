@@ -341,6 +341,38 @@ async function main() {
       points.push(point);
     }
 
+    // ---- PUT of a chunk, with 10 and with 1,000 uploads unfinished ----
+    // Each worker writes the next 10 KiB chunk of its own upload (a staged piece, as a client sending
+    // small chunks does); the same ten uploads are written with ten and with a thousand held.
+    const UNFINISHED_TOTAL = 2 * 64 * 1024 * 1024;
+    const unfinished = [];
+    const openUpload = async () => {
+      const owner = pickOwner();
+      const res = await request('POST', `${gw}/v1/${owner}/contents`, { ...bearer, 'content-range': `bytes 0-${SIZE - 1}/${UNFINISHED_TOTAL}` }, body, opts);
+      check(res, 201, 'POST of a first chunk');
+      unfinished.push({ owner, id: JSON.parse(res.body).id, next: SIZE });
+    };
+    const putChunk = async (w) => {
+      const u = unfinished[w];
+      const at = u.next;
+      u.next += SIZE;
+      const res = await request(
+        'PUT',
+        `${gw}/v1/${u.owner}/contents/${u.id}`,
+        { ...bearer, 'content-range': `bytes ${at}-${at + SIZE - 1}/${UNFINISHED_TOTAL}` },
+        body,
+        opts,
+      );
+      check(res, 200, 'PUT of a chunk');
+    };
+    const PUT_WORKERS = 10;
+    const unfinishedRows = {};
+    for (const held of [PUT_WORKERS, 1000]) {
+      while (unfinished.length < held) await Promise.all(Array.from({ length: Math.min(SEED_IN_FLIGHT, held - unfinished.length) }, openUpload));
+      log(`\nwith ${unfinished.length} uploads unfinished (${PUT_WORKERS} in flight, each on its own upload, ${SECONDS} s):`);
+      unfinishedRows[held] = await phase(`PUT 10 KiB chunk, ${held} unfinished`, putChunk, { workers: PUT_WORKERS, point: `unfinished ${held}` });
+    }
+
     // ---- sign-in at scale ----
     log(`\nregistering ${USERS} users and ${SESSIONS} sessions in bulk, with the services' own store classes:`);
     const signin = await seedSignIn(stack, owners);
@@ -429,7 +461,7 @@ async function main() {
       sopts,
     );
 
-    summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs: PAIRS });
+    summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs: PAIRS, unfinishedRows });
   } finally {
     await cleanup();
   }
@@ -636,7 +668,7 @@ async function seedSignIn(stack, owners) {
   return { apiKey, users, sessions, pkcs8: new Uint8Array(userKey.privateKey).buffer, timing, written };
 }
 
-function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs }) {
+function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs, unfinishedRows }) {
   const names = Object.keys(processes);
   const ratio = (a, b) => (a === undefined || b === undefined || !b ? 'n/a' : (a / b).toFixed(2));
   const line = (cells, widths) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
@@ -668,6 +700,16 @@ function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, beare
   } else {
     log(`\n(--contents ${CONTENTS} is the first point: no later point to compare with)`);
   }
+
+  const [few, many] = Object.keys(unfinishedRows).map(Number);
+  log(`\nPUT of a 10 KiB chunk (a staged piece), 10 in flight, each on its own upload:`);
+  log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed'], w));
+  for (const held of [few, many]) {
+    const r = unfinishedRows[held];
+    log(line([`${held} unfinished`, fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors], w));
+  }
+  const [a1, b1] = [unfinishedRows[few], unfinishedRows[many]];
+  log(line([`${many} / ${few}`, ratio(b1.rate, a1.rate), ratio(b1.p50, a1.p50), ratio(b1.p99, a1.p99), ''], w));
 
   log(
     `\nsign-in at scale: ${USERS} users, ${SESSIONS} sessions registered (bulk insert: ${signin.timing.total.toFixed(1)} s), ${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each:`,

@@ -7,7 +7,7 @@ const net = require('node:net');
 const path = require('node:path');
 
 /** The V8 flags every service runs with: the same young-generation size as the images (deploy/Dockerfile says why). */
-const SERVICE_NODE_ARGS = ['--max-semi-space-size=2'];
+const SERVICE_NODE_ARGS = ['--max-semi-space-size=8'];
 
 const ROOT = path.join(__dirname, '..');
 const DEV_ISSUER = 'content-platform-dev';

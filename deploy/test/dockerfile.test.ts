@@ -122,7 +122,7 @@ describe('deploy/Dockerfile', () => {
       .filter((s) => s.keyword === 'ENV')
       .map((s) => s.raw)
       .join('\n');
-    expect(env).toMatch(/NODE_OPTIONS=--max-semi-space-size=2\b/);
+    expect(env).toMatch(/NODE_OPTIONS=--max-semi-space-size=8\b/);
     expect(runtime.steps.some((s) => s.keyword === 'ENTRYPOINT')).toBe(false);
   });
 

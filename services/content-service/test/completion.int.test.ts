@@ -1,8 +1,10 @@
 import { Readable } from 'node:stream';
 import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import type { PartRanges } from '../src/store/UploadBook';
+import { contentKey } from '../src/uploads/ObjectKeys';
 import { useRealStores } from './support/realStores';
 
-/** Completion and retries around it against real FerretDB/MongoDB and S3: parts in doubt, failed completions, pieces spanning parts. */
+/** Completion and retries around it against real Redis (the upload book) and S3: parts in doubt, failed completions, pieces spanning parts. */
 describe('completion', () => {
   const stores = useRealStores('completion', () => new Date());
   const owner = '0f0e0d0c-0b0a-4909-8807-060504030201';
@@ -37,7 +39,7 @@ describe('completion', () => {
       contentType: null,
       body: Readable.from([tail]),
     });
-    const record = (await stores.contents.find(owner, created.id))!;
+    const record = (await stores.book.find(created.id))!;
     // as if a later rewrite of part 2 had reached S3 and then failed before it was recorded
     await stores.objects.uploadPart(record.s3Key, record.uploadId!, 2, Readable.from([Buffer.alloc(10, 9)]), 10);
 
@@ -51,8 +53,8 @@ describe('completion', () => {
       body: Readable.from([head]),
     });
     expect(last.completedNow).toBe(false);
-    expect((await stores.contents.find(owner, created.id))!.state).toBe('uploading');
-    expect(await stores.uploads.received(record)).toEqual({ total, ranges: [{ a: 0, b: P - 1 }] });
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'uploading' });
+    expect(await stores.uploads.status.received(record)).toEqual({ total, ranges: [{ a: 0, b: P - 1 }] });
 
     const again = await stores.uploads.write({
       ownerId: owner,
@@ -63,9 +65,9 @@ describe('completion', () => {
       body: Readable.from([tail]),
     });
     expect(again.completedNow).toBe(true);
-    const ready = (await stores.contents.find(owner, created.id))!;
-    expect(ready.state).toBe('ready');
-    expect(await bytesOf(ready.s3Key, P - 2, P + 9)).toEqual(Buffer.concat([Buffer.alloc(2, 2), tail]));
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
+    expect(await stores.book.find(created.id)).toBeNull(); // a finished content has no entry in the book
+    expect(await bytesOf(contentKey(owner, created.id), P - 2, P + 9)).toEqual(Buffer.concat([Buffer.alloc(2, 2), tail]));
   });
 
   it('refuses other bytes for a piece that spans a stored part and one still filling, so the content never mixes them', async () => {
@@ -76,8 +78,8 @@ describe('completion', () => {
     await expect(put(created.id, P - MiB, Buffer.alloc(2 * MiB, 6), total)).rejects.toMatchObject({ status: 409, code: 'rangeAlreadyStored' });
     expect((await put(created.id, P - MiB, spanning, total)).completedNow).toBe(false); // the same bytes again: a harmless retry
     expect((await put(created.id, P + MiB, Buffer.alloc(MiB, 7), total)).completedNow).toBe(true);
-    const ready = (await stores.contents.find(owner, created.id))!;
-    expect((await bytesOf(ready.s3Key, P - MiB, P + MiB - 1)).equals(spanning)).toBe(true); // (toEqual takes seconds on MiBs)
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
+    expect((await bytesOf(contentKey(owner, created.id), P - MiB, P + MiB - 1)).equals(spanning)).toBe(true); // (toEqual takes seconds on MiBs)
   });
 
   it('lets a retry of the last piece complete the content after the completion it triggered failed', async () => {
@@ -94,54 +96,75 @@ describe('completion', () => {
     }
     const retried = await put(created.id, 2 * MiB, Buffer.alloc(MiB, 2), total);
     expect(retried.completedNow).toBe(true);
-    expect((await stores.contents.find(owner, created.id))!.state).toBe('ready');
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
   });
 
   it('answers a range that raced its content to completion like a write to the ready content, and brings back no bookkeeping', async () => {
     const total = 3 * MiB;
     const last = Buffer.alloc(MiB, 9);
     const created = await put(null, 0, Buffer.alloc(2 * MiB, 8), total);
-    const stale = (await stores.contents.find(owner, created.id))!; // as a slow request read it, before...
+    const stale = (await stores.book.find(created.id))!; // as a slow request read it, before...
     expect((await put(created.id, 2 * MiB, last, total)).completedNow).toBe(true); // ...another one completed the content
-    const { contents } = stores;
-    // The write path reads records through findUploading (a cache of recent ones, as stale as this).
+    const { book } = stores;
+    // The write path reads the upload's record first: here as stale as that slow request's.
     const staleOnce = async () => {
-      delete (contents as Partial<typeof contents>).findUploading;
-      return stale;
+      delete (book as Partial<typeof book>).find;
+      return structuredClone(stale);
     };
-    contents.findUploading = staleOnce;
+    book.find = staleOnce;
     expect(await put(created.id, 2 * MiB, last, total)).toEqual({ id: created.id, completedNow: false, completed: true });
-    contents.findUploading = staleOnce;
+    book.find = staleOnce;
     await expect(put(created.id, 2 * MiB, Buffer.alloc(MiB, 1), total)).rejects.toMatchObject({ status: 409, code: 'contentAlreadyComplete' });
-    expect((await stores.ledger.state(created.id)).lastByte).toBe(-1); // no bookkeeping brought back
+    expect(await book.state(created.id)).toMatchObject({ version: 0, lastByte: -1 }); // no bookkeeping brought back
+    expect(await book.find(created.id)).toBeNull();
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
     const staged = await stores.objects.deletePrefix(`staging/${created.id}/`);
     expect(staged).toBe(0); // and no staged copy left
   });
 
-  it('leaves no object and no open upload behind when the new content cannot be recorded', async () => {
+  it('leaves no object, no open upload and no record behind when a new content cannot be stored or recorded', async () => {
     const lonely = '5f0e0d0c-0b0a-4909-8807-060504030201';
-    const { contents, objects, s3 } = stores;
-    const failOnce = async () => {
-      delete (contents as Partial<typeof contents>).insert;
-      throw new Error('database went away');
+    const { book, objects, s3 } = stores;
+    const send = (range: { start: number; end: number; total: number } | null, body: Buffer) =>
+      stores.uploads.write({ ownerId: lonely, contentId: null, range, declaredLength: 100, contentType: null, body: Readable.from([body]) });
+    // One-shot: the object is the content's only record; a body that ends short leaves none.
+    await expect(send(null, Buffer.alloc(60, 1))).rejects.toThrow();
+    // Multipart: CreateMultipartUpload, then the record, which fails here: the S3 upload is aborted.
+    const created: string[] = [];
+    const failOnce = async (record: { _id: string }) => {
+      delete (book as Partial<typeof book>).create;
+      created.push(record._id);
+      throw new Error('redis went away');
     };
-    const send = (range: { start: number; end: number; total: number } | null) =>
-      stores.uploads.write({ ownerId: lonely, contentId: null, range, declaredLength: 100, contentType: null, body: Readable.from([Buffer.alloc(100, 1)]) });
-    contents.insert = failOnce;
-    await expect(send(null)).rejects.toThrow('database went away'); // one-shot: PutObject, then the record
-    contents.insert = failOnce;
-    await expect(send({ start: 0, end: 99, total: 300 })).rejects.toThrow('database went away'); // multipart: CreateMultipartUpload, then the record
+    book.create = failOnce;
+    await expect(send({ start: 0, end: 99, total: 300 }, Buffer.alloc(100, 1))).rejects.toThrow('redis went away');
+    // Multipart, recorded, but its first range fails: the upload is discarded with its record.
+    const spy = jest.spyOn(book, 'create');
+    await expect(send({ start: 0, end: 99, total: 300 }, Buffer.alloc(60, 1))).rejects.toThrow();
+    created.push(...spy.mock.calls.map(([record]) => record._id));
+    spy.mockRestore();
+    expect(created).toHaveLength(2);
+    for (const id of created) {
+      expect(await book.find(id)).toBeNull();
+      expect((await book.state(id)).version).toBe(0);
+    }
     const prefix = `contents/${lonely}/`;
     expect((await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: prefix }))).Contents ?? []).toEqual([]);
     expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: objects.bucket, Prefix: prefix }))).Uploads ?? []).toEqual([]);
+    for (const id of created)
+      expect((await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: `staging/${id}/` }))).Contents ?? []).toEqual([]);
   });
 
   it('lets one request at a time write into an S3 part: others get 503 while it streams, and a failed write gives the part back', async () => {
     const total = P + 10;
     const created = await put(null, 0, Buffer.alloc(100, 1), total); // a staged piece of part 1
-    const { ledger } = stores;
-    const claimBy = async (k: number, by: string | null) =>
-      ledger.savePart({ ...(await ledger.part(created.id, k)), writing: by ? { since: new Date(), by } : null });
+    const { book } = stores;
+    /** Sets who writes part k, as a request's claim in the book (a commit from the version just read). */
+    const claimBy = async (k: number, by: string | null) => {
+      const state = await book.state(created.id);
+      const part: PartRanges = await book.part(created.id, k, state.version);
+      expect(await book.commit(state, [{ ...part, writing: by ? { since: new Date(), by } : null }])).toBe(true);
+    };
 
     await claimBy(2, 'another-request'); // an aligned write of part 2 (the final one) under way elsewhere
     await expect(put(created.id, P, Buffer.alloc(10, 2), total)).rejects.toMatchObject({ status: 503, code: 'partWriting' });
@@ -160,9 +183,9 @@ describe('completion', () => {
       body: Readable.from([Buffer.alloc(5, 3)]),
     });
     await expect(short).rejects.toThrow();
-    expect((await ledger.part(created.id, 2)).writing ?? null).toBeNull();
+    expect((await book.part(created.id, 2)).writing ?? null).toBeNull();
     expect((await put(created.id, P, Buffer.alloc(10, 2), total)).completedNow).toBe(false);
-    expect((await ledger.state(created.id)).parts.p2).toMatchObject({ size: 10 });
+    expect((await book.state(created.id)).parts.p2).toMatchObject({ size: 10 });
   });
 
   it('answers the chunk that covers a part before its assembly, and gives the chunk with the last bytes the 201 once every part is stored', async () => {
@@ -173,11 +196,11 @@ describe('completion', () => {
     for (let i = 1; i < 64; i++) answers.push((await put(created.id, i * MiB, chunk(i), total)).completedNow);
     // The 64th chunk covered part 1: its assembly runs after the answer.
     expect(stores.uploads.background.size).toBe(1);
-    expect((await stores.ledger.state(created.id)).parts.p1).toBeUndefined();
+    expect((await stores.book.state(created.id)).parts.p1).toBeUndefined();
     answers.push((await put(created.id, 64 * MiB, chunk(64), total)).completedNow);
     expect(answers.filter(Boolean)).toHaveLength(1);
     expect(answers[answers.length - 1]).toBe(true);
-    const ready = (await stores.contents.find(owner, created.id))!;
-    expect(ready).toMatchObject({ state: 'ready', total });
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
+    expect(await stores.book.find(created.id)).toBeNull();
   });
 });

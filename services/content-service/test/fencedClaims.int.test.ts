@@ -1,38 +1,39 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceError } from '@cp/errors';
-import { Claims } from '../src/store/Claims';
-import { LedgerCommits } from '../src/store/LedgerCommits';
-import { Locks } from '../src/store/Locks';
-import { UploadLedger } from '../src/store/UploadLedger';
+import { closeRedis, connectRedis, type Redis } from '@cp/redis';
+import { BookCommits, type BookView } from '../src/store/BookCommits';
+import { RedisUploadBook } from '../src/store/RedisUploadBook';
+import { StaleBookRead, type PartRanges, type UploadRecord } from '../src/store/UploadBook';
+import { contentKey } from '../src/uploads/ObjectKeys';
 import { PartAssembler } from '../src/uploads/PartAssembler';
 import { UploadService } from '../src/uploads/UploadService';
-import { useRealStores } from './support/realStores';
+import { redisReady, useRealStores } from './support/realStores';
 
-/** Claims held by two holders (as two replicas) against the real FerretDB/MongoDB: leases, renewal, fencing. */
+/** Claims held by two holders (as two replicas) against the real Redis book and S3: leases, renewal, fencing by version. */
 describe('fenced claims', () => {
   const stores = useRealStores('fenced-claims', () => new Date());
   const owner = '1f0e0d0c-0b0a-4909-8807-060504030201';
   const P = 64 * 1024 * 1024;
+  /** Another replica's connection to the same Redis. */
+  let elsewhere: Redis;
 
-  /** A holder that stops renewing: a paused or dead process, as the database sees it. */
-  class SilentClaims extends Claims {
-    override async renew(): Promise<boolean> {
-      return true; // believes it renewed; nothing reached the database
-    }
-  }
+  beforeAll(async () => {
+    elsewhere = connectRedis(process.env.REDIS_URL!, stores.logger, { commandTimeoutMs: 5_000 });
+    await redisReady(elsewhere);
+  });
 
-  /** Another replica's UploadService on the same database and bucket. */
+  afterAll(async () => {
+    await closeRedis(elsewhere);
+  });
+
+  /** The book as another replica sees it: the same namespace, over a connection of its own. */
+  const otherBook = () => new RedisUploadBook(elsewhere, stores.namespace);
+
+  /** Another replica's UploadService on the same Redis namespace and bucket. */
   const replica = (leaseMs: number) =>
     new UploadService(
-      {
-        contents: stores.contents,
-        ledger: new UploadLedger(stores.db),
-        objects: stores.objects,
-        assembler: new PartAssembler(stores.objects),
-        locks: new Locks(new Claims(stores.db, 'locks'), leaseMs),
-        logger: stores.logger,
-      },
+      { book: otherBook(), objects: stores.objects, assembler: new PartAssembler(stores.objects), logger: stores.logger },
       { uploadTtlMs: 60_000, completionLeaseMs: leaseMs, assemblyLeaseMs: leaseMs },
     );
 
@@ -46,20 +47,50 @@ describe('fenced claims', () => {
       body: Buffer.isBuffer(body) ? Readable.from([body]) : body,
     });
 
+  /** An upload in the book (no S3 upload behind it: these tests are about the bookkeeping). */
+  async function bookedUpload(id: string): Promise<UploadRecord> {
+    const record: UploadRecord = {
+      _id: id,
+      ownerId: owner,
+      total: P,
+      contentType: 'application/octet-stream',
+      s3Key: contentKey(owner, id),
+      uploadId: 'none',
+      uploader: null,
+      createdAt: new Date(),
+      expiresAt: new Date(Date.now() + 60_000),
+    };
+    await stores.book.create(record);
+    return record;
+  }
+
+  /** Changes part k in the book as another request would (compare-and-set from the version read, again when it lost). */
+  async function setPart(id: string, k: number, change: (part: PartRanges) => PartRanges): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const state = await stores.book.state(id);
+      try {
+        const part = await stores.book.part(id, k, state.version);
+        if (await stores.book.commit(state, [change(part)])) return;
+      } catch (error) {
+        if (!(error instanceof StaleBookRead)) throw error;
+      }
+    }
+    throw new Error(`could not change part ${k} of ${id}`);
+  }
+
   it('refuses the commit of a holder paused past its lease once another took its claim over, and keeps the successor’s bookkeeping', async () => {
     const leaseMs = 500;
-    const { db } = stores;
     const id = 'fence-0000-0000-0000-000000000001';
-    const ledger = new UploadLedger(db);
-    // Two processes: A's lock renewals never reach the database (it is paused), B's are real.
-    const a = new LedgerCommits(ledger, new Locks(new SilentClaims(db, 'locks'), leaseMs), (c) => `content:${c}`);
-    const b = new LedgerCommits(new UploadLedger(db), new Locks(new Claims(db, 'locks'), leaseMs), (c) => `content:${c}`);
-    const claim = (by: string) => async (view: Parameters<Parameters<LedgerCommits['commit']>[1]>[0]) => {
+    await bookedUpload(id);
+    // Two processes, each with its own book and commits over its own connection.
+    const a = new BookCommits(new RedisUploadBook(stores.redis, stores.namespace));
+    const b = new BookCommits(otherBook());
+    const claim = (by: string) => async (view: BookView) => {
       const part = await view.part(1);
-      if (part.writing && part.writing.by !== by && Date.now() - new Date(part.writing.since).getTime() < leaseMs) throw ServiceError.of('partWriting', 'held');
+      if (part.writing && part.writing.by !== by && Date.now() - part.writing.since.getTime() < leaseMs) throw ServiceError.of('partWriting', 'held');
       part.writing = { since: new Date(), by };
     };
-    const record = (by: string, etag: string) => async (view: Parameters<Parameters<LedgerCommits['commit']>[1]>[0]) => {
+    const record = (by: string, etag: string) => async (view: BookView) => {
       const part = await view.part(1);
       if (part.writing?.by !== by) throw ServiceError.of('claimLost', `${by} no longer holds part 1`);
       part.writing = null;
@@ -68,64 +99,74 @@ describe('fenced claims', () => {
     };
 
     await a.commit(id, claim('A'));
-    // A takes the content lock to record its part, and stalls inside, past every lease.
+    // A computes the commit that records its part from the version it read, and stalls, past every lease.
     let resume!: () => void;
     const paused = new Promise<void>((r) => (resume = r));
+    const computedFrom: number[] = [];
     const aCommit = a.commit(id, async (view) => {
-      await paused;
+      computedFrom.push(view.state.version);
+      await view.part(1); // read as of its version, before the pause: only the compare-and-set can tell
+      if (computedFrom.length === 1) await paused;
       await record('A', 'etag-A')(view);
     });
     await sleep(3 * leaseMs);
-    // B finds A's lock and part claim run out, takes both over, and records its own write.
+    // B finds A's part claim run out, takes it over, and records its own write.
     await b.commit(id, claim('B'));
     await b.commit(id, record('B', 'etag-B'));
     resume();
+    // A's commit from its old version is refused; computed again from the latest, it finds its claim lost.
     await expect(aCommit).rejects.toMatchObject({ code: 'claimLost' });
-    const state = await ledger.state(id);
+    expect(computedFrom).toHaveLength(2);
+    expect(computedFrom[1]).toBe(computedFrom[0]! + 2);
+    const state = await stores.book.state(id);
     expect(state.parts.p1).toEqual({ etag: 'etag-B', size: P });
-    expect((await ledger.part(id, 1)).writing ?? null).toBeNull();
+    expect((await stores.book.part(id, 1)).writing ?? null).toBeNull();
   });
 
-  it('lets exactly one of many writers computing from the same version commit', async () => {
+  it('lets exactly one of many writers computing from the same version commit, across connections', async () => {
     const id = 'fence-0000-0000-0000-000000000002';
-    const ledger = new UploadLedger(stores.db);
-    const base = await ledger.state(id);
+    await bookedUpload(id);
+    const books = [stores.book, otherBook()];
+    const base = await stores.book.state(id);
     const wins = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => ledger.commit({ ...structuredClone(base), parts: { p1: { etag: `e${i}`, size: 1 } } }, [])),
+      Array.from({ length: 8 }, (_, i) => books[i % 2]!.commit({ ...structuredClone(base), parts: { p1: { etag: `e${i}`, size: 1 } } }, [])),
     );
     expect(wins.filter(Boolean)).toHaveLength(1);
     const winner = wins.indexOf(true);
-    expect((await ledger.state(id)).parts.p1).toEqual({ etag: `e${winner}`, size: 1 });
+    expect(await stores.book.state(id)).toMatchObject({ version: base.version + 1, parts: { p1: { etag: `e${winner}`, size: 1 } } });
   });
 
-  it('refuses a writer far behind, and shows every reader the latest version, however many versions were tidied away', async () => {
+  it('refuses a writer far behind, and shows every reader the latest version', async () => {
     const id = 'fence-0000-0000-0000-000000000004';
-    const a = new UploadLedger(stores.db);
-    const b = new UploadLedger(stores.db); // another process
+    await bookedUpload(id);
+    const a = stores.book;
+    const b = otherBook(); // another process
     expect(await a.commit({ ...(await a.state(id)), lastByte: 0 }, [])).toBe(true);
-    const behind = await b.state(id); // b reads version 1, then stalls
+    const behind = await b.state(id); // b reads version 2, then stalls
     for (let i = 1; i <= 10; i++) expect(await a.commit({ ...(await a.state(id)), lastByte: i }, [])).toBe(true);
-    // The tidying that follows the commits (batched: within a second of the first).
-    const versions = stores.db.collection('upload_versions');
-    for (let waited = 0; !(await versions.findOne({ _id: `${id}:0000000002` as never, stub: true })) && waited < 5_000; waited += 100) await sleep(100);
-    expect(await versions.findOne({ _id: `${id}:0000000002` as never })).toMatchObject({ stub: true });
-    expect(await b.commit({ ...behind, lastByte: 99 }, [])).toBe(false); // version 2 is a stub: still taken
-    expect(await b.state(id)).toMatchObject({ lastByte: 10, version: 11 });
-    expect(await new UploadLedger(stores.db).state(id)).toMatchObject({ lastByte: 10, version: 11 });
+    expect(await b.commit({ ...behind, lastByte: 99 }, [])).toBe(false);
+    await expect(b.part(id, 1, behind.version)).rejects.toBeInstanceOf(StaleBookRead); // nor may it read parts as of then
+    expect(await b.state(id)).toMatchObject({ lastByte: 10, version: behind.version + 10 });
+    expect(await otherBook().state(id)).toMatchObject({ lastByte: 10, version: behind.version + 10 });
   });
 
-  it('keeps a writer that computed from before the bookkeeping was forgotten from bringing it back', async () => {
+  it('keeps a writer that computed from before the upload was removed from bringing its bookkeeping back', async () => {
     const id = 'fence-0000-0000-0000-000000000003';
-    const ledger = new UploadLedger(stores.db);
-    const first = await ledger.state(id);
-    expect(await ledger.commit({ ...first, total: 10, lastByte: 9 }, [])).toBe(true);
-    const stale = await ledger.state(id); // a writer reads, then stalls
-    await ledger.forget(id); // the content completes (or expires) meanwhile
-    expect(await ledger.commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [])).toBe(false);
-    expect(await ledger.state(id)).toMatchObject({ total: null, lastByte: -1, parts: {} });
-    // the mark goes with a sweep an hour later
-    expect(await ledger.dropGoneMarks(new Date(Date.now() + 1000), 100)).toBeGreaterThanOrEqual(1);
-    expect((await ledger.state(id)).version ?? 0).toBe(0);
+    await bookedUpload(id);
+    const book = stores.book;
+    const first = await book.state(id);
+    expect(await book.commit({ ...first, total: 10, lastByte: 9 }, [])).toBe(true);
+    const stale = await otherBook().state(id); // a writer reads, then stalls
+    await book.remove(id); // the content completes (or expires) meanwhile
+    expect(
+      await otherBook().commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [{ contentId: id, k: 1, pieces: [], stored: true, assembling: null }]),
+    ).toBe(false);
+    expect(await book.state(id)).toMatchObject({ version: 0, total: null, lastByte: -1, parts: {} });
+    expect(await book.find(id)).toBeNull();
+    expect((await book.part(id, 1)).stored).toBe(false);
+    // and the commits machinery, asked to change it, says it is gone rather than recreating it
+    await expect(new BookCommits(book).commit(id, async (view) => void (view.state.lastByte = 5))).rejects.toMatchObject({ code: 'contentNotFound' });
+    expect((await book.state(id)).version).toBe(0);
   });
 
   it('takes over the part claim of a holder that died (no renewals) within 15 s', async () => {
@@ -133,8 +174,7 @@ describe('fenced claims', () => {
     const total = P + 10;
     const created = await put(uploads, null, 0, Buffer.alloc(100, 1), 100, total);
     // a holder that claimed part 2 (the final part) and died right after
-    const dead = await stores.ledger.part(created.id, 2);
-    await stores.ledger.savePart({ ...dead, writing: { since: new Date(), by: 'dead-holder' } });
+    await setPart(created.id, 2, (part) => ({ ...part, writing: { since: new Date(), by: 'dead-holder' } }));
     const diedAt = Date.now();
     let answer: { completedNow: boolean } | null = null;
     while (!answer) {
@@ -148,7 +188,7 @@ describe('fenced claims', () => {
     const tookMs = Date.now() - diedAt;
     process.stdout.write(`dead holder's part claim taken over after ${tookMs} ms\n`);
     expect(tookMs).toBeLessThan(15_000);
-    expect((await stores.ledger.state(created.id)).parts.p2).toMatchObject({ size: 10 });
+    expect((await stores.book.state(created.id)).parts.p2).toMatchObject({ size: 10 });
   });
 
   it('keeps a slow holder’s claim alive past its lease by renewal, and records its write', async () => {
@@ -181,8 +221,9 @@ describe('fenced claims', () => {
     process.stdout.write(`a slow holder kept its claim for ${heldMs} ms with a lease of ${leaseMs} ms\n`);
     expect(heldMs).toBeGreaterThan(2 * leaseMs);
     expect(new Set(refusals)).toEqual(new Set(['partWriting']));
-    const stored = await stores.objects.listParts((await stores.contents.get(created.id))!.s3Key, (await stores.contents.get(created.id))!.uploadId!);
-    expect((await stores.ledger.state(created.id)).parts.p2!.etag.replace(/"/g, '')).toBe(stored.get(2)!.etag);
+    const record = (await stores.book.find(created.id))!;
+    const stored = await stores.objects.listParts(record.s3Key, record.uploadId);
+    expect((await stores.book.state(created.id)).parts.p2!.etag.replace(/"/g, '')).toBe(stored.get(2)!.etag);
   });
 
   it('aborts the S3 write of a holder whose claim was taken over, and records nothing of it', async () => {
@@ -202,12 +243,11 @@ describe('fenced claims', () => {
     );
     const writing = put(a, created.id, P, body, 10, total);
     await sleep(300);
-    const part = await stores.ledger.part(created.id, 2);
-    expect(part.writing?.by).toBeDefined();
-    await stores.ledger.savePart({ ...part, writing: { since: new Date(), by: 'successor' } });
+    expect((await stores.book.part(created.id, 2)).writing?.by).toBeDefined();
+    await setPart(created.id, 2, (part) => ({ ...part, writing: { since: new Date(), by: 'successor' } }));
     await expect(writing).rejects.toMatchObject({ status: 503, code: 'claimLost' });
     body.destroy();
-    expect((await stores.ledger.state(created.id)).parts.p2).toBeUndefined();
-    expect((await stores.ledger.part(created.id, 2)).writing?.by).toBe('successor');
+    expect((await stores.book.state(created.id)).parts.p2).toBeUndefined();
+    expect((await stores.book.part(created.id, 2)).writing?.by).toBe('successor');
   });
 });

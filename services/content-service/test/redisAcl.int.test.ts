@@ -46,7 +46,17 @@ describe("the content-service's read-only Redis user", () => {
     const book = new RedisUploadBook(user.client, `acl-${randomBytes(4).toString('hex')}`);
     const id = randomUUID();
     const now = new Date();
-    await book.create({ _id: id, ownerId: randomUUID(), total: 10, contentType: 'text/plain', s3Key: 'k', uploadId: 'u', uploader: null, createdAt: now, expiresAt: now });
+    await book.create({
+      _id: id,
+      ownerId: randomUUID(),
+      total: 10,
+      contentType: 'text/plain',
+      s3Key: 'k',
+      uploadId: 'u',
+      uploader: null,
+      createdAt: now,
+      expiresAt: now,
+    });
     const state = await book.state(id);
     expect(await book.commit({ ...state, lastByte: 9 }, [{ contentId: id, k: 1, pieces: [], stored: false, assembling: null }])).toBe(true);
     await book.extend(id, new Date(now.getTime() + 1000));

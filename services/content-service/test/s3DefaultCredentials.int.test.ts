@@ -14,7 +14,7 @@ describe('S3 credentials from the AWS default chain', () => {
   const saved = Object.fromEntries(AWS_VARIABLES.map((v) => [v, process.env[v]]));
   // The service's own settings, with no S3 keys among them.
   const settings = {
-    MONGODB_URL: process.env.MONGODB_URL!,
+    REDIS_URL: process.env.REDIS_URL!,
     S3_ENDPOINT: process.env.S3_ENDPOINT!,
     S3_BUCKET: bucket,
     JWT_ISSUER: 'https://issuer.test',

@@ -29,7 +29,7 @@ export class RedisUploadBook implements UploadBook {
   async create(record: UploadRecord): Promise<void> {
     const { expiresAt, ...fixed } = record;
     // The expiry index first: an entry without an upload is dropped by the sweeper, an upload without one would never expire.
-    await this.command(['ZADD', this.expiries, String(expiresAt.getTime()), record._id]);
+    await this.command(['ZADD', this.expiries, 'NX', String(expiresAt.getTime()), record._id]);
     const created = await this.script(CREATE, record._id, [JSON.stringify(fixed), String(expiresAt.getTime()), encodeState(emptyUploadState(record._id))]);
     if (created !== 1) throw new Error(`upload ${record._id} exists already`);
   }

@@ -2,7 +2,7 @@ import type { ByteRange } from '../uploads/ByteRanges';
 
 /**
  * The bookkeeping of unfinished uploads: one contract, kept by RedisUploadBook in production
- * and by an in-memory book in unit tests; test/uploadBook.contract.ts holds both to it.
+ * and by an in-memory book in unit tests; test/uploadBook.contract.int.test.ts holds both to it.
  *
  * A finished content has no entry here: its S3 object is its record. An upload's entry is its
  * record (who, where, until when) and its state: what it received and the claims on its work,

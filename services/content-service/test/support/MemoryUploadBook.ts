@@ -1,4 +1,13 @@
-import { emptyPart, emptyUploadState, StaleBookRead, type PartRanges, type Piece, type UploadBook, type UploadRecord, type UploadState } from '../../src/store/UploadBook';
+import {
+  emptyPart,
+  emptyUploadState,
+  StaleBookRead,
+  type PartRanges,
+  type Piece,
+  type UploadBook,
+  type UploadRecord,
+  type UploadState,
+} from '../../src/store/UploadBook';
 import type { BookView } from '../../src/store/BookCommits';
 
 /** The upload book in memory, for unit tests of the rules that read and change it (held to the same contract as RedisUploadBook). */

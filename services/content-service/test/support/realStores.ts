@@ -1,38 +1,63 @@
 import { S3Client } from '@aws-sdk/client-s3';
-import { MongoClient, type Db } from 'mongodb';
 import { createLogger, type Logger } from '@cp/logging';
-import { Claims } from '../../src/store/Claims';
-import { ContentRepository } from '../../src/store/ContentRepository';
-import { Locks } from '../../src/store/Locks';
+import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { ObjectStore } from '../../src/store/ObjectStore';
-import { UploadLedger } from '../../src/store/UploadLedger';
+import { RedisUploadBook } from '../../src/store/RedisUploadBook';
+import type { UploadRecord } from '../../src/store/UploadBook';
 import { PartAssembler } from '../../src/uploads/PartAssembler';
-import { UploadService, type Clock } from '../../src/uploads/UploadService';
+import { contentKey, UploadService, type Clock } from '../../src/uploads/UploadService';
+
+/** What a content is: a finished object in S3, an unfinished upload in the book, or nothing. */
+export type ContentLookup = { state: 'ready'; total: number; etag: string } | { state: 'uploading'; record: UploadRecord } | null;
 
 export interface RealStores {
   logger: Logger;
-  db: Db;
+  redis: Redis;
+  /** The bucket, and the namespace of the book's keys in Redis: `<prefix>-<name>`. */
+  namespace: string;
   s3: S3Client;
   objects: ObjectStore;
-  contents: ContentRepository;
-  ledger: UploadLedger;
+  book: RedisUploadBook;
   uploads: UploadService;
+  /** What a content of `owner` is now: its S3 object is its record once finished, the book's entry until then. */
+  lookup(owner: string, id: string): Promise<ContentLookup>;
+}
+
+/** Waits for a Redis connection to be ready (connectRedis connects in the background). */
+export async function redisReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!redis.isReady) {
+    if (Date.now() > deadline) throw new Error('the test Redis did not answer');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Deletes every key of a book's namespace (`up:<ns>:*`). */
+export async function dropNamespace(redis: Redis, namespace: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redisCommand<[string, string[]]>(redis, ['SCAN', cursor, 'MATCH', `up:${namespace}:*`, 'COUNT', '1000']);
+    if (keys.length > 0) await redisCommand(redis, ['DEL', ...keys]);
+    cursor = next;
+  } while (cursor !== '0');
 }
 
 /**
- * An UploadService on the test stack's FerretDB and S3 (database and bucket `<prefix>-<name>`),
- * set up in a beforeAll registered here and dropped afterwards: the returned object is filled in
- * by the time the suite's own hooks and tests run.
+ * An UploadService on the test stack's S3 (bucket `<prefix>-<name>`) and a RedisUploadBook on
+ * the test Redis (namespace `<prefix>-<name>`, so that suites running in parallel never share
+ * keys), set up in a beforeAll registered here and closed afterwards: the returned object is
+ * filled in by the time the suite's own hooks and tests run.
  */
 export function useRealStores(name: string, clock: Clock, uploadTtlMs = 60_000): RealStores {
   const stores = {} as RealStores;
   const { prefix } = JSON.parse(process.env.CP_TEST_STACK!) as { prefix: string };
-  let mongo: MongoClient;
+  const namespace = `${prefix}-${name}`;
 
   beforeAll(async () => {
-    mongo = await MongoClient.connect(process.env.MONGODB_URL!);
     stores.logger = createLogger({ service: 'test', level: 'silent' });
-    stores.db = mongo.db(`${prefix}-${name}`);
+    stores.namespace = namespace;
+    stores.redis = connectRedis(process.env.REDIS_URL!, stores.logger, { commandTimeoutMs: 5_000 });
+    await redisReady(stores.redis);
     stores.s3 = new S3Client({
       endpoint: process.env.S3_ENDPOINT,
       region: 'us-east-1',
@@ -41,27 +66,27 @@ export function useRealStores(name: string, clock: Clock, uploadTtlMs = 60_000):
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
-    stores.objects = new ObjectStore(stores.s3, `${prefix}-${name}`);
+    stores.objects = new ObjectStore(stores.s3, namespace);
     await stores.objects.ensureBucket();
-    stores.contents = new ContentRepository(stores.db);
-    stores.ledger = new UploadLedger(stores.db);
+    stores.book = new RedisUploadBook(stores.redis, namespace);
     stores.uploads = new UploadService(
-      {
-        contents: stores.contents,
-        ledger: stores.ledger,
-        objects: stores.objects,
-        assembler: new PartAssembler(stores.objects),
-        locks: new Locks(new Claims(stores.db, 'locks')),
-        logger: stores.logger,
-      },
+      { book: stores.book, objects: stores.objects, assembler: new PartAssembler(stores.objects), logger: stores.logger },
       { uploadTtlMs, completionLeaseMs: 60_000, assemblyLeaseMs: 60_000, clock },
     );
+    stores.lookup = async (owner, id) => {
+      const ready = await stores.objects.head(contentKey(owner, id));
+      if (ready) return { state: 'ready', total: ready.contentLength, etag: ready.etag };
+      const record = await stores.book.find(id);
+      return record && record.ownerId === owner ? { state: 'uploading', record } : null;
+    };
   });
 
   afterAll(async () => {
-    await stores.db.dropDatabase();
-    await mongo.close();
-    stores.s3.destroy();
+    if (stores.redis) {
+      await dropNamespace(stores.redis, namespace).catch(() => undefined);
+      await closeRedis(stores.redis);
+    }
+    stores.s3?.destroy();
   });
 
   return stores;
