@@ -8,30 +8,29 @@ import {
   DeleteObjectsCommand,
   ListObjectsV2Command,
   ListPartsCommand,
-  GetObjectCommand,
   HeadBucketCommand,
-  HeadObjectCommand,
   PutBucketLifecycleConfigurationCommand,
-  PutObjectCommand,
   S3Client,
   S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { isNotFound, unquote } from './s3Errors';
-import { objectInfo, type ObjectInfo, type ObjectStoreTimeouts, type StoredObject } from './ObjectInfo';
+import { isNotFound, isS3Unavailable, orNull, unquote } from './s3Errors';
+import type { IncomingMessage } from 'node:http';
+import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
+import { infoOf, metaHeaders, type ObjectInfo, type ObjectStoreTimeouts, type ServedObject, type StoredObject } from './ObjectInfo';
 import { StorageTimeout, watchedDownload, watchedUpload } from './S3Progress';
 
 export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
 export { StorageTimeout } from './S3Progress';
-export type { ObjectInfo, ObjectStoreTimeouts, StoredObject } from './ObjectInfo';
-
-/** An object as GetObject serves it: `start` and `ranged` tell whether S3 served the range asked for. */
-export type ServedObject = StoredObject & { info: ObjectInfo; start: number; ranged: boolean };
+export type { ObjectInfo, ObjectStoreTimeouts, ServedObject, StoredObject } from './ObjectInfo';
 
 /** Everything the content-service asks of S3, behind one small class. */
 export class ObjectStore {
   private readonly timeouts: ObjectStoreTimeouts;
+
+  /** HeadObject, GetObject and PutObject, without the SDK's middleware. */
+  private readonly direct: DirectS3;
 
   constructor(
     private readonly s3: S3Client,
@@ -39,6 +38,7 @@ export class ObjectStore {
     timeouts: Partial<ObjectStoreTimeouts> = {},
   ) {
     this.timeouts = { callMs: 3_000, stallMs: 3_000, ...timeouts };
+    this.direct = new DirectS3(s3, bucket);
   }
 
   /**
@@ -99,14 +99,11 @@ export class ObjectStore {
     await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
-  async putObject(key: string, body: Readable, contentLength: number, contentType: string, metadata?: Record<string, string>): Promise<string> {
-    const out = await this.streaming(body, (watched, abortSignal) =>
-      this.s3.send(
-        new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: watched, ContentLength: contentLength, ContentType: contentType, Metadata: metadata }),
-        { abortSignal },
-      ),
-    );
-    return out.ETag ?? '';
+  async putObject(key: string, body: Readable, contentLength: number, contentType: string, metadata: Record<string, string> = {}): Promise<string> {
+    const headers = { 'content-length': String(contentLength), 'content-type': contentType, ...metaHeaders(metadata) };
+    const res = await this.streaming(body, (watched, abortSignal) => this.direct.send({ method: 'PUT', key, headers, body: watched }, abortSignal));
+    res.resume();
+    return String(res.headers.etag ?? '');
   }
 
   /**
@@ -219,8 +216,9 @@ export class ObjectStore {
 
   /** What S3 says of an object, or null when it does not exist. */
   async head(key: string): Promise<ObjectInfo | null> {
-    const out = await orNull(this.bounded((abortSignal) => this.s3.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal })));
-    return out && objectInfo(out, out.ContentLength ?? 0);
+    const res = await orNull(this.read({ method: 'HEAD', key }));
+    res?.resume();
+    return res && infoOf(res, Number(res.headers['content-length'] ?? 0));
   }
 
   /**
@@ -228,23 +226,29 @@ export class ObjectStore {
    * S3 to the object); null when the object does not exist. S3's refusal of the range (416) is thrown.
    */
   async get(key: string, range: string | undefined, signal?: AbortSignal): Promise<ServedObject | null> {
-    const out = await orNull(
-      this.bounded((abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }), { abortSignal }), signal),
-    );
-    if (!out) return null;
-    const length = out.ContentLength ?? 0;
-    const served = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(out.ContentRange ?? '');
-    const body = watchedDownload(out.Body as Readable, this.timeouts.stallMs);
-    return { info: objectInfo(out, served ? Number(served[3]) : length), body, contentLength: length, start: served ? Number(served[1]) : 0, ranged: !!served };
+    const res = await orNull(this.read({ method: 'GET', key, headers: range ? { range } : {} }, signal));
+    if (!res) return null;
+    const length = Number(res.headers['content-length'] ?? 0);
+    const served = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
+    const body = watchedDownload(res, this.timeouts.stallMs);
+    return { info: infoOf(res, served ? Number(served[3]) : length), body, contentLength: length, start: served ? Number(served[1]) : 0, ranged: !!served };
   }
 
   /** Streams bytes [start, end] (inclusive) of an object. */
   async getRange(key: string, start: number, end: number, signal?: AbortSignal): Promise<StoredObject> {
-    const out = await this.bounded(
-      (abortSignal) => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: `bytes=${start}-${end}` }), { abortSignal }),
-      signal,
-    );
-    return { body: watchedDownload(out.Body as Readable, this.timeouts.stallMs), contentLength: out.ContentLength ?? end - start + 1 };
+    const got = await this.get(key, `bytes=${start}-${end}`, signal);
+    if (!got) throw new S3Refusal(404); // gone between the caller's look and this read
+    return got;
+  }
+
+  /** A call without a body, bounded, sent again once when S3 failed it (a 5xx, a broken connection) before answering. */
+  private async read(call: DirectCall, signal?: AbortSignal): Promise<IncomingMessage> {
+    try {
+      return await this.bounded((abortSignal) => this.direct.send(call, abortSignal), signal);
+    } catch (error) {
+      if (signal?.aborted || error instanceof StorageTimeout || !isS3Unavailable(error)) throw error;
+      return this.bounded((abortSignal) => this.direct.send(call, abortSignal), signal);
+    }
   }
 
   async delete(key: string): Promise<void> {
@@ -282,15 +286,5 @@ export class ObjectStore {
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return deleted;
-  }
-}
-
-/** The call's answer, or null when S3 says there is no such object, upload or bucket. */
-async function orNull<O>(call: Promise<O>): Promise<O | null> {
-  try {
-    return await call;
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
   }
 }
