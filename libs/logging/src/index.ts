@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { HEADERS, headerKey } from '@cp/protocol';
 
 export type { Logger };
 export { redactUrl, isSecretParameter, REDACTED } from './redactUrl';
@@ -22,8 +23,8 @@ export function createLogger({ service, level = 'info', destination }: LoggerOpt
       paths: [
         'req.headers.authorization',
         'req.headers.cookie',
-        'req.headers["x-kontur-apikey"]',
-        'req.headers["x-refresh-token"]',
+        `req.headers["${headerKey(HEADERS.apiKey)}"]`,
+        `req.headers["${headerKey(HEADERS.refreshToken)}"]`,
         'req.headers["x-internal-secret"]',
         'headers.authorization',
         'headers.cookie',

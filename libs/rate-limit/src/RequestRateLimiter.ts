@@ -4,6 +4,7 @@ import { Counter, Registry } from 'prom-client';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
+import { HEADERS, headerKey } from '@cp/protocol';
 import type { Redis } from '@cp/redis';
 import { clientAddress } from './clientAddress';
 import type { RateLimitConfig } from './settings';
@@ -146,7 +147,7 @@ export function apiKeyInRequest(req: Request): string | undefined {
     const s = Array.isArray(value) ? value[0] : value;
     if (typeof s === 'string' && s !== '') return s;
   }
-  const header = req.headers['x-kontur-apikey'];
+  const header = req.headers[headerKey(HEADERS.apiKey)];
   return typeof header === 'string' && header !== '' ? header : undefined;
 }
 

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { HEADERS, headerKey } from '@cp/protocol';
 
-export const REQUEST_ID_HEADER = 'x-request-id';
+export const REQUEST_ID_HEADER = headerKey(HEADERS.requestId);
 const ACCEPTABLE = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 declare module 'http' {
@@ -21,7 +22,7 @@ export function requestId(): RequestHandler {
     const id = typeof given === 'string' && ACCEPTABLE.test(given) ? given : randomUUID();
     req.id = id;
     req.headers[REQUEST_ID_HEADER] = id;
-    res.setHeader('X-Request-Id', id);
+    res.setHeader(HEADERS.requestId, id);
     next();
   };
 }

@@ -1,5 +1,6 @@
 import express, { Router, type Request } from 'express';
 import { ServiceError } from '@cp/errors';
+import { HEADERS, headerKey } from '@cp/protocol';
 import type { CertificateSignIn } from '../challenges/CertificateSignIn';
 import type { ApiKeyStore } from '../store/ApiKeyStore';
 
@@ -82,7 +83,7 @@ function query(req: Request, name: string): string | undefined {
 }
 
 function apiKeyOf(req: Request): string | undefined {
-  const header = req.headers['x-kontur-apikey'];
+  const header = req.headers[headerKey(HEADERS.apiKey)];
   return query(req, 'apiKey') ?? query(req, 'api-key') ?? (typeof header === 'string' && header !== '' ? header : undefined);
 }
 

@@ -1,12 +1,9 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { ERROR_CATALOGUE, type ErrorCode } from '@cp/errors';
+import { HEADERS, headerKey, MAX_CONTENT_SIZE, PART_SIZE, parseContentRange, RangeSyntaxError, type ContentRange } from '@cp/protocol';
 import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { upstreamFor, type Upstream } from './routes';
 import { sendGatewayError } from './upstreamErrorBody';
-
-/** The content API's part size and content limit (the content-service stays the authority). */
-export const PART_SIZE = 64 * 1024 * 1024;
-export const MAX_CONTENT_SIZE = 30 * 1024 * 1024 * 1024;
 
 /** Longest credential values passed on: far above any real JWT, sid, refresh token or api key. */
 export const MAX_AUTHORIZATION_LENGTH = 8192;
@@ -14,10 +11,6 @@ export const MAX_TOKEN_LENGTH = 1024;
 
 // Query parameters that carry credentials (and the thumbprint), passed on to other services.
 const CREDENTIAL_PARAMETERS = ['api-key', 'apikey', 'auth.sid', 'sid', 'refresh-token', 'refreshtoken', 'thumbprint'];
-// The grammar libs/ranges parses for the content-service (which stays the authority); repeated
-// here, without that package as a dependency of the edge, only to refuse from the head a write
-// that can never succeed before any body byte is read. Keep the two in step.
-const CONTENT_RANGE = /^bytes[ =]([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
 const NON_ASCII_OR_CONTROL = /[^\x20-\x7E\t]/;
 
 /** An answer the gateway gives itself, by a catalogued code (whose status it takes), with a specific message. */
@@ -91,11 +84,11 @@ function credentialRefusal(req: Request): EdgeRefusal | null {
     if (sid.length > MAX_TOKEN_LENGTH) return tooLong('the auth.sid cookie');
     if (NON_ASCII_OR_CONTROL.test(sid)) return notAscii('the auth.sid cookie');
   }
-  const apiKeyHeader = req.headers['x-kontur-apikey'];
+  const apiKeyHeader = req.headers[headerKey(HEADERS.apiKey)];
   const apiKey = Array.isArray(apiKeyHeader) ? apiKeyHeader.join(', ') : apiKeyHeader;
   if (apiKey !== undefined) {
-    if (apiKey.length > MAX_TOKEN_LENGTH) return tooLong('X-Kontur-Apikey');
-    if (NON_ASCII_OR_CONTROL.test(apiKey)) return notAscii('X-Kontur-Apikey');
+    if (apiKey.length > MAX_TOKEN_LENGTH) return tooLong(HEADERS.apiKey);
+    if (NON_ASCII_OR_CONTROL.test(apiKey)) return notAscii(HEADERS.apiKey);
   }
   const query = req.url.indexOf('?');
   if (query >= 0) {
@@ -108,12 +101,16 @@ function credentialRefusal(req: Request): EdgeRefusal | null {
   return null;
 }
 
-/** Writes to /v1 that can be refused from their length and Content-Range alone. */
+/**
+ * Writes to /v1 that can be refused from their length and Content-Range alone: the content-service
+ * stays the authority; the gateway applies the same grammar and limits (@cp/protocol) only to
+ * refuse from the head a write that can never succeed, before any body byte is read.
+ */
 function contentRefusal(req: Request): EdgeRefusal | null {
-  for (const name of ['content-range', 'range'] as const) {
-    const value = req.headers[name];
+  for (const name of [HEADERS.contentRange, HEADERS.range]) {
+    const value = req.headers[headerKey(name)];
     if (value !== undefined && (value.length > 100 || NON_ASCII_OR_CONTROL.test(value))) {
-      return new EdgeRefusal('invalidRange', `${name === 'range' ? 'Range' : 'Content-Range'} is not a byte range`);
+      return new EdgeRefusal('invalidRange', `${name} is not a byte range`);
     }
   }
   if (req.method !== 'POST' && req.method !== 'PUT') return null;
@@ -122,15 +119,16 @@ function contentRefusal(req: Request): EdgeRefusal | null {
   if (length === null && req.headers['transfer-encoding'] === undefined) return new EdgeRefusal('lengthRequired', 'send Content-Length (or a chunked body)');
   if (length !== null && length > PART_SIZE)
     return new EdgeRefusal('partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
-  const header = req.headers['content-range'];
+  const header = req.headers[headerKey(HEADERS.contentRange)];
   if (header === undefined) return null;
-  const m = CONTENT_RANGE.exec(header.trim());
-  if (!m) return new EdgeRefusal('invalidRange', `Content-Range ${JSON.stringify(header)} is not "bytes a-b/total" or "bytes a-b/*"`);
-  const start = Number(m[1]);
-  const end = Number(m[2]);
-  const total = m[3] === '*' ? null : Number(m[3]);
-  if (start > end) return new EdgeRefusal('invalidRange', `Content-Range start ${start} is after its end ${end}`);
-  if (total !== null && end >= total) return new EdgeRefusal('invalidRange', `Content-Range end ${end} is not below the total ${total}`);
+  let range: ContentRange;
+  try {
+    range = parseContentRange(header);
+  } catch (error) {
+    if (error instanceof RangeSyntaxError) return new EdgeRefusal('invalidRange', error.message);
+    throw error;
+  }
+  const { start, end, total } = range;
   if (end - start + 1 > PART_SIZE) return new EdgeRefusal('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`);
   if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE)
     return new EdgeRefusal('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { contentsErrorBody, type ErrorCode } from '@cp/errors';
+import { HEADERS } from '@cp/protocol';
 import type { Upstream } from './routes';
 
 /** An error answered by the gateway itself, in the error format of the API the path belongs to. */
@@ -27,6 +28,6 @@ export function sendGatewayError(
   res.statusCode = refusal.status;
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   const errorId = gatewayErrorId(upstream, refusal.code);
-  if (errorId) res.setHeader('X-Error-Id', errorId);
+  if (errorId) res.setHeader(HEADERS.errorId, errorId);
   res.end(JSON.stringify(gatewayErrorBody(upstream, refusal.status, refusal.code, refusal.message, trackId)), done);
 }

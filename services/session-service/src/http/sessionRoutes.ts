@@ -1,5 +1,6 @@
 import express, { Router, type Request } from 'express';
 import { ServiceError } from '@cp/errors';
+import { HEADERS, headerKey } from '@cp/protocol';
 import type { ApiKeyChecker } from '../clients/ApiKeyVerifier';
 import type { SessionService } from '../sessions/SessionService';
 
@@ -12,8 +13,8 @@ export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): 
     if (!REFRESH_PATH.test(req.path)) return next();
     if (req.method !== 'POST') throw ServiceError.of('MethodNotAllowed');
     const sid = firstOf(req, ['auth.sid', 'sid']) ?? sidFromHeaders(req);
-    const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']) ?? header(req, 'x-refresh-token');
-    const apiKey = firstOf(req, ['api-key', 'apiKey']) ?? header(req, 'x-kontur-apikey');
+    const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']) ?? header(req, headerKey(HEADERS.refreshToken));
+    const apiKey = firstOf(req, ['api-key', 'apiKey']) ?? header(req, headerKey(HEADERS.apiKey));
     const missing = [!sid && 'auth.sid', !refreshToken && 'refresh-token', !apiKey && 'api-key'].filter(Boolean);
     if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
     if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.of('InvalidApiKey');

@@ -45,3 +45,8 @@ export function resolveRange(range: RangeRequest, total: number): ResolvedRange 
   const last = range.last === null ? total - 1 : Math.min(range.last, total - 1);
   return { satisfiable: true, start: range.first, end: last };
 }
+
+/** Writes the Range of bytes `first` to `last` (inclusive) in the RFC 9110 form: `bytes=first-last`. */
+export function formatRange(first: number, last: number): string {
+  return `bytes=${first}-${last}`;
+}

@@ -26,3 +26,12 @@ export function parseContentRange(header: string): ContentRange {
   }
   return { start, end, total };
 }
+
+/**
+ * Writes a Content-Range: `bytes a-b/total`, or `bytes a-b/*` while the total is not known; with
+ * no range (null), the unsatisfied form that names the total alone (`bytes`, an asterisk, `/total`).
+ */
+export function formatContentRange(range: { start: number; end: number } | null, total: number | null): string {
+  const length = total === null ? '*' : String(total);
+  return range === null ? `bytes */${length}` : `bytes ${range.start}-${range.end}/${length}`;
+}
