@@ -14,7 +14,9 @@ const shared = {
   },
   // node_modules stay untransformed but for the ESM-only packages (pnpm's `.pnpm/<name>@<version>/` path and the link to it).
   transformIgnorePatterns: [`/node_modules/(?!(\\.pnpm/)?(${ESM_ONLY.map((n) => n.replace('/', '[+/]')).join('|')})[@/])`],
-  moduleNameMapper: { '^@cp/([a-z-]+)$': path.join(__dirname, 'libs/$1/src') },
+  // The workspace's own packages from their sources; the client's `#protocol` (its compiled copy of
+  // @cp/protocol, see libs/client/package.json "imports") from the protocol's.
+  moduleNameMapper: { '^@cp/([a-z-]+)$': path.join(__dirname, 'libs/$1/src'), '^#protocol$': path.join(__dirname, 'libs/protocol/src') },
   testEnvironment: 'node',
 };
 

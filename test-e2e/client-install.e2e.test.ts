@@ -44,6 +44,8 @@ describe('the content command line, installed', () => {
     const paths = packed.map((f) => f.path);
     expect(paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p)).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
     expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/generated/openapi.d.ts']));
+    // @cp/protocol travels compiled inside the package (its `#protocol` import): no workspace dependency.
+    expect(paths).toEqual(expect.arrayContaining(['dist/protocol/index.js', 'dist/protocol/index.d.ts']));
     expect(packed.find((f) => f.path === 'dist/cli/main.js')!.mode & 0o111).toBe(0o111);
     // The package's own build marks it executable too.
     expect(statSync(join(CLIENT, 'dist', 'cli', 'main.js')).mode & 0o100).toBe(0o100);
@@ -84,6 +86,20 @@ describe('the content command line, installed', () => {
     ].join('\n');
     const { stdout } = await run(process.execPath, ['-e', script], { cwd: join(prefix, 'lib'), env });
     expect(stdout).toBe(`${manifest.version}\nERR_PACKAGE_PATH_NOT_EXPORTED\n`);
+  });
+
+  it('has no dependency of the workspace, and its types take the protocol from its own copy', async () => {
+    const pkg = JSON.parse(readFileSync(join(prefix, 'lib', 'node_modules', manifest.name, 'package.json'), 'utf8'));
+    expect(Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies }).filter((name) => name.startsWith('@cp/'))).toEqual([]);
+    // A TypeScript program of the package's users (Node16 resolution) sees PART_SIZE as a number, not `any`.
+    const program = join(prefix, 'lib', 'uses-client.ts');
+    writeFileSync(
+      program,
+      "import { PART_SIZE } from '@cp/client';\nconst size: number = PART_SIZE;\n// @ts-expect-error a number is no string\nconst name: string = PART_SIZE;\nexport { size, name };\n",
+    );
+    const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
+    const options = ['--noEmit', '--strict', '--module', 'node16', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types')];
+    await run(process.execPath, [tsc, ...options, program], { cwd: join(prefix, 'lib'), env });
   });
 
   it('`pnpm content --version` runs it from the workspace root', async () => {

@@ -3,6 +3,7 @@ import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
 import { names, type UploadState } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
@@ -16,8 +17,6 @@ import { Transport } from './transport';
 
 export type { Credentials, SessionPair } from './Session';
 export type { RetryNotice } from './RetryPolicy';
-
-export const PART_SIZE = 64 * 1024 * 1024;
 
 export interface ContentClientOptions {
   /** The gateway, e.g. https://content.example.com */
@@ -192,13 +191,14 @@ export class ContentClient {
         headers: {},
         headersFor: () => {
           written();
-          return { [names.range]: `bytes=${from}-${c.end}` };
+          return { [names.range]: formatRange(from, c.end) };
         },
         signal: opts.signal,
         sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
       });
       const cr = header(res, names.answerContentRange);
-      if (res.status !== 206 || cr !== `bytes ${from}-${c.end}/${total}`) throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
+      if (res.status !== 206 || cr !== formatContentRange({ start: from, end: c.end }, total))
+        throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
       done += c.end - from + 1;
       journal.add(c.i);
       opts.onProgress?.({ done, total });

@@ -1,3 +1,4 @@
+import { formatContentRange } from '#protocol';
 import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
 import { ContentStateError, IntegrityError } from './errors';
@@ -20,7 +21,7 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
     done += bytes;
     opts.onProgress?.({ done, total });
   };
-  const rangeOf = (p: SourcePart) => `bytes ${p.start}-${p.start + p.length - 1}/${p.last ? p.start + p.length : (known ?? '*')}`;
+  const rangeOf = (p: SourcePart) => formatContentRange({ start: p.start, end: p.start + p.length - 1 }, p.last ? p.start + p.length : known);
   const checkLength = (p: SourcePart) => {
     if (!p.last) return;
     total = p.start + p.length;

@@ -88,7 +88,7 @@ export class Session {
     const res = await this.send({
       method: 'POST',
       url: this.url('/sessions/v5.13/sessions/refresh'),
-      headers: { authorization: `auth.sid ${c.sid}`, [names.refreshToken]: c.refreshToken, 'x-kontur-apikey': c.apiKey },
+      headers: { authorization: `auth.sid ${c.sid}`, [names.refreshToken]: c.refreshToken, [names.apiKey]: c.apiKey },
       contentLength: 0,
       signal,
     });

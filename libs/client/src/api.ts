@@ -2,6 +2,7 @@
 // services/gateway/openapi.yaml (src/generated/openapi.ts; `pnpm --filter @cp/client
 // generate:types`). A field, header or parameter renamed in the description stops the client
 // from compiling until it follows.
+import { HEADERS, headerKey } from '#protocol';
 import type { components, operations } from './generated/openapi';
 
 type Operation = keyof operations;
@@ -23,25 +24,27 @@ export type ContentsError = components['schemas']['ContentsError'];
 /** The error body of /auth and /sessions. */
 export type CodeError = components['schemas']['CodeError'];
 /** `X-Upload-State` of `HEAD /v1/{ownerId}/contents/{contentId}`. */
-export type UploadState = Answer<'UploadStatus', 200>['headers']['X-Upload-State'];
+export type UploadState = Answer<'UploadStatus', 200>['headers'][typeof HEADERS.uploadState];
 
-const lower = <N extends string>(name: N): Lowercase<N> => name.toLowerCase() as Lowercase<N>;
-const requestHeader = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['header']>>) => lower(name);
+const requestHeader = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['header']>>) => headerKey(name);
 const queryParameter = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['query']>>) => name;
-const statusHeader = (name: Named<Answer<'UploadStatus', 200>['headers']>) => lower(name);
-const downloadHeader = (name: Named<Answer<'Download', 206>['headers']>) => lower(name);
+const statusHeader = (name: Named<Answer<'UploadStatus', 200>['headers']>) => headerKey(name);
+const downloadHeader = (name: Named<Answer<'Download', 206>['headers']>) => headerKey(name);
 
 /** Header and parameter names as the client sends them (lower case: Node reports headers so). */
 export const names = {
-  contentRange: requestHeader('UploadByParts', 'Content-Range'),
+  contentRange: requestHeader('UploadByParts', HEADERS.contentRange),
   contentType: requestHeader('Upload', 'Content-Type'),
-  range: requestHeader('Download', 'Range'),
-  refreshToken: requestHeader('RefreshSession', 'X-Refresh-Token'),
+  range: requestHeader('Download', HEADERS.range),
+  refreshToken: requestHeader('RefreshSession', HEADERS.refreshToken),
+  apiKey: headerKey(HEADERS.apiKey),
   thumbprint: queryParameter('ApproveCert', 'thumbprint'),
-  uploadState: statusHeader('X-Upload-State'),
-  contentTotal: statusHeader('X-Content-Total'),
-  receivedRanges: statusHeader('X-Received-Ranges'),
+  uploadState: statusHeader(HEADERS.uploadState),
+  contentTotal: statusHeader(HEADERS.contentTotal),
+  receivedRanges: statusHeader(HEADERS.receivedRanges),
   etag: statusHeader('ETag'),
   answerContentType: statusHeader('Content-Type'),
-  answerContentRange: downloadHeader('Content-Range'),
+  answerContentRange: downloadHeader(HEADERS.contentRange),
+  errorId: headerKey(HEADERS.errorId),
+  requestId: headerKey(HEADERS.requestId),
 } as const;

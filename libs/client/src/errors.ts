@@ -1,4 +1,4 @@
-import type { CodeError, ContentsError } from './api';
+import { names, type CodeError, type ContentsError } from './api';
 
 /** An error answer of the API, in either of its formats (/v1 kebab-case or /auth PascalCase). */
 export class ApiError extends Error {
@@ -41,18 +41,13 @@ export class ApiError extends Error {
     } catch {
       /* not JSON: keep the text */
     }
-    const errorId = headers['x-error-id'];
+    const errorId = headers[names.errorId];
+    const requestId = headers[names.requestId];
     if (!body && typeof errorId === 'string') {
       code = errorId.replace(/^urn:error:contents:/, '');
       message = `HTTP ${status} ${code}`;
     }
-    return new ApiError(
-      status,
-      code,
-      message,
-      trackId ?? (typeof headers['x-request-id'] === 'string' ? headers['x-request-id'] : null),
-      parseRetryAfter(headers),
-    );
+    return new ApiError(status, code, message, trackId ?? (typeof requestId === 'string' ? requestId : null), parseRetryAfter(headers));
   }
 }
 

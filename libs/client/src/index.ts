@@ -1,6 +1,6 @@
+export { PART_SIZE } from '#protocol';
 export {
   ContentClient,
-  PART_SIZE,
   type ContentClientOptions,
   type ContentStatus,
   type DownloadOptions,

@@ -1,4 +1,5 @@
 import { Format, SingleBar } from 'cli-progress';
+import { PART_SIZE } from '#protocol';
 import type { Progress } from '../ContentClient';
 import { formatDuration } from '../errors';
 import type { RetryNotice } from '../RetryPolicy';
@@ -102,7 +103,7 @@ export function progressView(label: string, stream: NodeJS.WriteStream, mode: 'b
           waitedSince = null;
           lastWaitLine = null;
         }
-        const step = p.total === null ? Math.floor(p.done / 2 ** 26) : p.total === 0 ? 10 : Math.floor((p.done / p.total) * 10);
+        const step = p.total === null ? Math.floor(p.done / PART_SIZE) : p.total === 0 ? 10 : Math.floor((p.done / p.total) * 10);
         if (step === lastStep) return;
         lastStep = step;
         const share = p.total === null ? '' : `${p.total === 0 ? 100 : step * 10}% `;
