@@ -1,5 +1,6 @@
 // The content API's protocol facts, each defined here only: the gateway, the content-service and
-// the client take them from here.
+// the client (which compiles this package into its own dist, see libs/client/package.json
+// "imports") take them from here. test/oneHome.test.ts fails when a second definition appears.
 export { PART_SIZE, MAX_CONTENT_SIZE } from './limits';
 export { HEADERS, headerKey } from './headers';
 export { parseContentRange, formatContentRange, type ContentRange } from './contentRange';
