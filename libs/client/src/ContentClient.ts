@@ -4,19 +4,21 @@ import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
-import { names, type UploadState } from './api';
+import { names } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
 import { uploadParts } from './PartUpload';
-import { parseReceivedRanges, splitIntoParts, type ByteRange } from './ranges';
+import type { ContentStatus, DownloadOptions, StreamUploadOptions, UploadOptions } from './options';
+import { parseReceivedRanges, splitIntoParts } from './ranges';
 import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
 
 export type { Credentials, SessionPair } from './Session';
 export type { RetryNotice } from './RetryPolicy';
+export type { ContentStatus, DownloadOptions, Progress, StreamUploadOptions, UploadOptions } from './options';
 
 export interface ContentClientOptions {
   /** The gateway, e.g. https://content.example.com */
@@ -43,52 +45,6 @@ export interface ContentClientOptions {
    * curl and most HTTP clients do: default `process.env`; `null` for no proxy at all.
    */
   proxyEnv?: Record<string, string | undefined> | null;
-}
-
-export interface Progress {
-  /** Bytes done, of `total` (null while a stream's length is not known). */
-  done: number;
-  total: number | null;
-}
-
-export interface UploadOptions {
-  owner: string;
-  /** Continue this content: only the parts the service lacks are sent. */
-  resume?: string;
-  concurrency?: number;
-  contentType?: string;
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
-  /** Called once the content id is known (before the rest of the parts), e.g. to print it for --resume. */
-  onContentId?: (id: string) => void;
-}
-
-export interface StreamUploadOptions extends UploadOptions {
-  /** The stream's length when known beforehand; otherwise parts go as `bytes a-b/*` until the end. */
-  size?: number;
-  /** Where parts wait on disk until they are sent (default: the system's temporary directory). */
-  spoolDir?: string;
-}
-
-export interface DownloadOptions {
-  owner: string;
-  concurrency?: number;
-  /** Range size per request. */
-  chunkSize?: number;
-  /** Keep what an interrupted download already wrote (a `<file>.partial` and its progress file). */
-  resume?: boolean;
-  /** When set, the downloaded file's SHA-256 must be this (hex). */
-  sha256?: string;
-  signal?: AbortSignal;
-  onProgress?: (p: Progress) => void;
-}
-
-export interface ContentStatus {
-  state: UploadState;
-  total: number | null;
-  received: ByteRange[];
-  etag: string | null;
-  contentType: string | null;
 }
 
 /**

@@ -3,7 +3,7 @@ import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
 import { ContentStateError, IntegrityError } from './errors';
 import type { PartSource, SourcePart } from './PartSources';
-import type { ContentStatus, UploadOptions } from './ContentClient';
+import type { ContentStatus, UploadOptions } from './options';
 
 /**
  * The one upload algorithm, whatever the parts come from: a new content is created by its first

@@ -1,6 +1,6 @@
 import { Format, SingleBar } from 'cli-progress';
 import { PART_SIZE } from '#protocol';
-import type { Progress } from '../ContentClient';
+import type { Progress } from '../options';
 import { formatDuration } from '../errors';
 import type { RetryNotice } from '../RetryPolicy';
 
