@@ -5,18 +5,39 @@ const path = require('node:path');
 
 // Packages published as ES modules only. Node 22 can require() them, but jest's module loader can
 // only from Node 24.9 on, so swc turns them into CommonJS for the tests like the project's own code.
-const ESM_ONLY = ['jose', 'http-proxy-middleware', 'httpxy', 'is-plain-obj', 'pkijs', 'asn1js', 'bytestreamjs', '@peculiar/utils', '@noble/hashes'];
+const ESM_ONLY = [
+  'jose',
+  'http-proxy-middleware',
+  'httpxy',
+  'is-plain-obj',
+  'pkijs',
+  'asn1js',
+  'bytestreamjs',
+  '@peculiar/utils',
+  '@noble/hashes',
+];
 
 const shared = {
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
-    '/node_modules/.+\\.m?js$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } }],
+    '^.+\\.ts$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
+    ],
+    '/node_modules/.+\\.m?js$': [
+      '@swc/jest',
+      { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } },
+    ],
   },
   // node_modules stay untransformed but for the ESM-only packages (pnpm's `.pnpm/<name>@<version>/` path and the link to it).
-  transformIgnorePatterns: [`/node_modules/(?!(\\.pnpm/)?(${ESM_ONLY.map((n) => n.replace('/', '[+/]')).join('|')})[@/])`],
+  transformIgnorePatterns: [
+    `/node_modules/(?!(\\.pnpm/)?(${ESM_ONLY.map((n) => n.replace('/', '[+/]')).join('|')})[@/])`,
+  ],
   // The workspace's own packages from their sources; the client's `#protocol` (its compiled copy of
   // @cp/protocol, see libs/client/package.json "imports") from the protocol's.
-  moduleNameMapper: { '^@cp/([a-z-]+)$': path.join(__dirname, 'libs/$1/src'), '^#protocol$': path.join(__dirname, 'libs/protocol/src') },
+  moduleNameMapper: {
+    '^@cp/([a-z-]+)$': path.join(__dirname, 'libs/$1/src'),
+    '^#protocol$': path.join(__dirname, 'libs/protocol/src'),
+  },
   testEnvironment: 'node',
 };
 

@@ -5,10 +5,17 @@ const { Upload } = require('@aws-sdk/lib-storage');
 const { s3Client } = require('./_support');
 
 const [file, Bucket, Key] = process.argv.slice(2);
-new Upload({ client: s3Client(), params: { Bucket, Key, Body: createReadStream(file) }, partSize: 64 * 1024 * 1024, queueSize: 4 }).done().then(
-  () => process.exit(0),
-  (error) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+new Upload({
+  client: s3Client(),
+  params: { Bucket, Key, Body: createReadStream(file) },
+  partSize: 64 * 1024 * 1024,
+  queueSize: 4,
+})
+  .done()
+  .then(
+    () => process.exit(0),
+    (error) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );

@@ -7,7 +7,13 @@
 // Prints "ready" once it listens. No checks, no bookkeeping: what is left is the cost of the hop itself.
 const http = require('node:http');
 const { Readable } = require('node:stream');
-const { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, UploadPartCommand, GetObjectCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
+const {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  UploadPartCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+} = require('@aws-sdk/client-s3');
 const { MongoClient } = require('mongodb');
 const { s3Client } = require('./_support');
 
@@ -17,10 +23,13 @@ function proxy() {
   const to = new URL(target);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   return http.createServer((req, res) => {
-    const up = http.request({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers, agent }, (answer) => {
-      res.writeHead(answer.statusCode, answer.headers);
-      answer.pipe(res);
-    });
+    const up = http.request(
+      { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers, agent },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      },
+    );
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
@@ -44,21 +53,38 @@ function chunks(s3, db) {
       })(),
     );
     const out = await s3.send(
-      new UploadPartCommand({ Bucket: up.bucket, Key: up.key, UploadId: up.id, PartNumber: k, Body: body, ContentLength: count * up.chunk }),
+      new UploadPartCommand({
+        Bucket: up.bucket,
+        Key: up.key,
+        UploadId: up.id,
+        PartNumber: k,
+        Body: body,
+        ContentLength: count * up.chunk,
+      }),
     );
     return { PartNumber: k, ETag: out.ETag };
   };
   return async (req, res, url, q) => {
     if (req.method === 'POST') {
       const out = await s3.send(new CreateMultipartUploadCommand({ Bucket: q.bucket, Key: q.key }));
-      const up = { bucket: q.bucket, key: q.key, id: out.UploadId, chunk: Number(q.chunk), perPart: Number(q.perPart), of: Number(q.of), parts: [] };
+      const up = {
+        bucket: q.bucket,
+        key: q.key,
+        id: out.UploadId,
+        chunk: Number(q.chunk),
+        perPart: Number(q.perPart),
+        of: Number(q.of),
+        parts: [],
+      };
       uploads.set(q.key, up);
       res.writeHead(201).end();
       return;
     }
     const up = uploads.get(q.key);
     const i = Number(url.pathname.split('/')[2]);
-    await s3.send(new PutObjectCommand({ Bucket: up.bucket, Key: `${up.key}.staged/${i}`, Body: req, ContentLength: up.chunk }));
+    await s3.send(
+      new PutObjectCommand({ Bucket: up.bucket, Key: `${up.key}.staged/${i}`, Body: req, ContentLength: up.chunk }),
+    );
     await db.collection('floor_chunks').insertOne({ _id: `${up.key}:${i}`, key: up.key, i, at: new Date() });
     const last = i === up.of - 1;
     if ((i + 1) % up.perPart === 0 || last) {
@@ -69,7 +95,14 @@ function chunks(s3, db) {
     }
     if (last) {
       const Parts = await Promise.all(up.parts);
-      await s3.send(new CompleteMultipartUploadCommand({ Bucket: up.bucket, Key: up.key, UploadId: up.id, MultipartUpload: { Parts } }));
+      await s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: up.bucket,
+          Key: up.key,
+          UploadId: up.id,
+          MultipartUpload: { Parts },
+        }),
+      );
       uploads.delete(up.key);
     }
     res.writeHead(last ? 201 : 204).end();
@@ -100,7 +133,14 @@ function receiver() {
         );
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ etag: out.ETag }));
       } else if (req.method === 'PUT' && url.pathname === '/object') {
-        const out = await s3.send(new PutObjectCommand({ Bucket: q.bucket, Key: q.key, Body: req, ContentLength: Number(req.headers['content-length']) }));
+        const out = await s3.send(
+          new PutObjectCommand({
+            Bucket: q.bucket,
+            Key: q.key,
+            Body: req,
+            ContentLength: Number(req.headers['content-length']),
+          }),
+        );
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ etag: out.ETag }));
       } else if (req.method === 'GET' && url.pathname === '/object') {
         const out = await s3.send(new GetObjectCommand({ Bucket: q.bucket, Key: q.key, Range: req.headers.range }));

@@ -15,7 +15,11 @@ function startStack(opts = {}) {
   const dir = process.env.CP_BENCH_PROFILE;
   if (!dir) return stack.startStack(opts);
   const profile = (name) => ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`, `--cpu-prof-name=${name}.cpuprofile`];
-  return stack.startStack({ ...opts, contentNodeArgs: profile('content-service'), gatewayNodeArgs: profile('gateway') });
+  return stack.startStack({
+    ...opts,
+    contentNodeArgs: profile('content-service'),
+    gatewayNodeArgs: profile('gateway'),
+  });
 }
 
 const MiB = 1024 * 1024;
@@ -31,10 +35,14 @@ function ensureBackingServers() {
  */
 async function floorProcess(args, nodeArgs = stack.SERVICE_NODE_ARGS, env = {}) {
   const port = await stack.freePort();
-  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, path.join(__dirname, '_floor.js'), args[0], String(port), ...args.slice(1)],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise((resolve, reject) => {
     child.stdout.once('data', resolve);
     child.once('exit', (code) => reject(new Error(`floor ${args[0]} exited with ${code}`)));
@@ -181,16 +189,22 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
  */
 function request(method, url, headers, body, { keep = false, agent: via = agent } = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers: body ? { ...headers, 'content-length': body.length } : headers, agent: via }, (res) => {
-      const chunks = [];
-      let bytes = 0;
-      res.on('data', (c) => {
-        bytes += c.length;
-        if (keep) chunks.push(c);
-      });
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, bytes, body: keep ? Buffer.concat(chunks) : null }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      { method, headers: body ? { ...headers, 'content-length': body.length } : headers, agent: via },
+      (res) => {
+        const chunks = [];
+        let bytes = 0;
+        res.on('data', (c) => {
+          bytes += c.length;
+          if (keep) chunks.push(c);
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode, headers: res.headers, bytes, body: keep ? Buffer.concat(chunks) : null }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });

@@ -18,7 +18,19 @@ const {
   DeleteObjectsCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, peakRssMiB, resetPeakRss, inFlight, timed, mbps, startStack, request, s3Client, benchArgs } = require('./_support');
+const {
+  MiB,
+  ensureBackingServers,
+  peakRssMiB,
+  resetPeakRss,
+  inFlight,
+  timed,
+  mbps,
+  startStack,
+  request,
+  s3Client,
+  benchArgs,
+} = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
 const args = benchArgs();
@@ -30,14 +42,22 @@ const P = 64 * MiB;
 async function upload(api, auth, total, size, parallel, data) {
   const pieces = total / size;
   const range = (i) => `bytes ${i * size}-${(i + 1) * size - 1}/${total}`;
-  const first = await request('POST', api, { ...auth, 'content-range': range(0) }, data.subarray(0, size), { keep: true });
+  const first = await request('POST', api, { ...auth, 'content-range': range(0) }, data.subarray(0, size), {
+    keep: true,
+  });
   if (first.status !== 201) throw new Error(`POST answered ${first.status}: ${first.body}`);
   const { id } = JSON.parse(first.body);
   const statuses = await inFlight(
     parallel,
     Array.from({ length: pieces - 1 }, (_, i) => async () => {
       const off = ((i + 1) * size) % data.length;
-      const res = await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, data.subarray(off, off + size), { keep: true });
+      const res = await request(
+        'PUT',
+        `${api}/${id}`,
+        { ...auth, 'content-range': range(i + 1) },
+        data.subarray(off, off + size),
+        { keep: true },
+      );
       if (res.status >= 300) throw new Error(`PUT answered ${res.status}: ${res.body}`);
       return res.status;
     }),
@@ -52,7 +72,9 @@ async function s3Alone(s3, Bucket, Key, total, data, staged) {
   const partCount = total / P;
   const etags = new Array(partCount);
   const uploadPart = async (k, Body) => {
-    etags[k] = (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body, ContentLength: P }))).ETag;
+    etags[k] = (
+      await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body, ContentLength: P }))
+    ).ETag;
   };
   if (!staged) {
     await inFlight(
@@ -66,17 +88,30 @@ async function s3Alone(s3, Bucket, Key, total, data, staged) {
     const assemblies = [];
     const assemble = async (k) => {
       const pieces = async function* () {
-        for (let j = 0; j < perPart; j++) yield* (await s3.send(new GetObjectCommand({ Bucket, Key: pieceKey(k, j) }))).Body;
+        for (let j = 0; j < perPart; j++)
+          yield* (await s3.send(new GetObjectCommand({ Bucket, Key: pieceKey(k, j) }))).Body;
       };
       await uploadPart(k, Readable.from(pieces()));
-      await s3.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects: Array.from({ length: perPart }, (_, j) => ({ Key: pieceKey(k, j) })) } }));
+      await s3.send(
+        new DeleteObjectsCommand({
+          Bucket,
+          Delete: { Objects: Array.from({ length: perPart }, (_, j) => ({ Key: pieceKey(k, j) })) },
+        }),
+      );
     };
     await inFlight(
       8,
       Array.from({ length: total / MiB }, (_, i) => async () => {
         const k = Math.floor(i / perPart);
         const j = i % perPart;
-        await s3.send(new PutObjectCommand({ Bucket, Key: pieceKey(k, j), Body: data.subarray(j * MiB, (j + 1) * MiB), ContentLength: MiB }));
+        await s3.send(
+          new PutObjectCommand({
+            Bucket,
+            Key: pieceKey(k, j),
+            Body: data.subarray(j * MiB, (j + 1) * MiB),
+            ContentLength: MiB,
+          }),
+        );
         if (--missing[k] === 0) assemblies.push(assemble(k));
       }),
     );
@@ -104,7 +139,9 @@ async function main() {
     const total = GIB * 1024 * MiB;
     const data = randomBytes(P);
     const owner = randomUUID();
-    const auth = { authorization: `Bearer ${await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 })}` };
+    const auth = {
+      authorization: `Bearer ${await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 })}`,
+    };
     const api = `${stack.gatewayUrl}/v1/${owner}/contents`;
     const Bucket = `${stack.prefix}-reference`;
     await s3.send(new CreateBucketCommand({ Bucket }));
@@ -139,8 +176,12 @@ async function main() {
     }
     const rate = (name) => mbps(total, best[name]).toFixed(0).padStart(5);
     console.log(`\n${GIB} GiB through the gateway, best of ${ROUNDS} round(s); peak RSS the highest`);
-    console.log(`64 MiB parts, 4 in flight: ${rate('parts')} MB/s   content-service peak RSS ${rss.parts.toFixed(0)} MiB`);
-    console.log(`1 MiB chunks, 8 in flight: ${rate('chunks')} MB/s   content-service peak RSS ${rss.chunks.toFixed(0)} MiB`);
+    console.log(
+      `64 MiB parts, 4 in flight: ${rate('parts')} MB/s   content-service peak RSS ${rss.parts.toFixed(0)} MiB`,
+    );
+    console.log(
+      `1 MiB chunks, 8 in flight: ${rate('chunks')} MB/s   content-service peak RSS ${rss.chunks.toFixed(0)} MiB`,
+    );
     console.log(`ratio chunks / parts: ${(best.parts / best.chunks).toFixed(2)}`);
     if (REFERENCE) {
       console.log(`\nreference: ${GIB} GiB from this process straight to the S3 server, no services`);

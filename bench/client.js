@@ -54,15 +54,27 @@ async function main() {
     const owner = randomUUID();
     const token = await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 });
     const cli = path.join(ROOT, 'libs', 'client', 'dist', 'cli', 'main.js');
-    const viaCli = await measured(process.execPath, [cli, 'upload', file, '--owner', owner, '--url', stack.gatewayUrl, '--parallel', '4', '--json'], {
-      CONTENT_TOKEN: token,
-    });
+    const viaCli = await measured(
+      process.execPath,
+      [cli, 'upload', file, '--owner', owner, '--url', stack.gatewayUrl, '--parallel', '4', '--json'],
+      {
+        CONTENT_TOKEN: token,
+      },
+    );
     const Bucket = `${stack.prefix}-direct`;
     await s3Client().send(new CreateBucketCommand({ Bucket }));
-    const direct = await measured(process.execPath, [path.join(__dirname, '_direct-upload.js'), file, Bucket, 'upload.bin'], {});
+    const direct = await measured(
+      process.execPath,
+      [path.join(__dirname, '_direct-upload.js'), file, Bucket, 'upload.bin'],
+      {},
+    );
     console.log(`\n${GIB} GiB from a file, 64 MiB parts, 4 in flight`);
-    console.log(`content CLI via gateway: ${mbps(total, viaCli.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${viaCli.peakMiB.toFixed(0)} MiB`);
-    console.log(`lib-storage straight S3: ${mbps(total, direct.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${direct.peakMiB.toFixed(0)} MiB`);
+    console.log(
+      `content CLI via gateway: ${mbps(total, viaCli.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${viaCli.peakMiB.toFixed(0)} MiB`,
+    );
+    console.log(
+      `lib-storage straight S3: ${mbps(total, direct.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${direct.peakMiB.toFixed(0)} MiB`,
+    );
     console.log(`ratio CLI / direct: ${(direct.seconds / viaCli.seconds).toFixed(2)}`);
   } finally {
     await stack.stop();

@@ -10,7 +10,19 @@ const {
   GetObjectCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, ensureBackingServers, peakRssMiB, inFlight, timed, s3Client, drain, mbps, startStack, request, benchArgs } = require('./_support');
+const {
+  MiB,
+  ensureBackingServers,
+  peakRssMiB,
+  inFlight,
+  timed,
+  s3Client,
+  drain,
+  mbps,
+  startStack,
+  request,
+  benchArgs,
+} = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
 const args = benchArgs();
@@ -43,7 +55,8 @@ async function main() {
         IN_FLIGHT,
         Array.from(
           { length: parts - 1 },
-          (_, i) => async () => (await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, part)).status,
+          (_, i) => async () =>
+            (await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, part)).status,
         ),
       );
       if (!statuses.includes(201)) throw new Error(`no part completed the content: ${statuses}`);
@@ -74,11 +87,21 @@ async function main() {
         IN_FLIGHT,
         Array.from(
           { length: parts },
-          (_, k) => async () => (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }))).ETag,
+          (_, k) => async () =>
+            (
+              await s3.send(
+                new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }),
+              )
+            ).ETag,
         ),
       );
       await s3.send(
-        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }),
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key,
+          UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) },
+        }),
       );
     });
     const downS3 = await timed(async () => {
@@ -86,7 +109,10 @@ async function main() {
         IN_FLIGHT,
         Array.from(
           { length: parts },
-          (_, k) => async () => drain((await s3.send(new GetObjectCommand({ Bucket, Key, Range: `bytes=${k * P}-${(k + 1) * P - 1}` }))).Body),
+          (_, k) => async () =>
+            drain(
+              (await s3.send(new GetObjectCommand({ Bucket, Key, Range: `bytes=${k * P}-${(k + 1) * P - 1}` }))).Body,
+            ),
         ),
       );
       return sizes.reduce((a, b) => a + b, 0);
@@ -113,8 +139,12 @@ async function main() {
     console.log(`\n${GIB} GiB in ${parts} parts of 64 MiB, ${IN_FLIGHT} in flight`);
     console.log(row('upload', upGw, upS3));
     console.log(row('download', downGw, downS3));
-    console.log(`peak RSS after ${IN_FLIGHT} in flight: content-service ${rssAfter4.content.toFixed(0)} MiB, gateway ${rssAfter4.gateway.toFixed(0)} MiB`);
-    console.log(`peak RSS after 8 parts of 64 MiB in flight: content-service ${rssAfter8.content.toFixed(0)} MiB, gateway ${rssAfter8.gateway.toFixed(0)} MiB`);
+    console.log(
+      `peak RSS after ${IN_FLIGHT} in flight: content-service ${rssAfter4.content.toFixed(0)} MiB, gateway ${rssAfter4.gateway.toFixed(0)} MiB`,
+    );
+    console.log(
+      `peak RSS after 8 parts of 64 MiB in flight: content-service ${rssAfter8.content.toFixed(0)} MiB, gateway ${rssAfter8.gateway.toFixed(0)} MiB`,
+    );
   } finally {
     await stack.stop();
     await purgeStackData(stack.prefix, stack.backing);

@@ -24,7 +24,18 @@ const {
   DeleteBucketCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, floorProcess, ensureBackingServers, inFlight, timed, mbps, startStack, request, s3Client, benchArgs } = require('./_support');
+const {
+  MiB,
+  floorProcess,
+  ensureBackingServers,
+  inFlight,
+  timed,
+  mbps,
+  startStack,
+  request,
+  s3Client,
+  benchArgs,
+} = require('./_support');
 const { SERVICE_NODE_ARGS } = require('../scripts/stack');
 const { purgeStackData } = require('../scripts/purge');
 
@@ -85,7 +96,12 @@ async function measure(pids, fn) {
         }),
       );
       await s3.send(
-        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) } }),
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key,
+          UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) },
+        }),
       );
       floorKey = Key;
     },
@@ -94,8 +110,11 @@ async function measure(pids, fn) {
       await inFlight(
         4,
         Array.from({ length: PARTS }, (_, k) => async () => {
-          const res = await request('GET', `${receiverProxy.url}/object?${q}`, { range: `bytes=${k * P}-${(k + 1) * P - 1}` });
-          if (res.status !== 206 || res.bytes !== P) throw new Error(`floor GET answered ${res.status} with ${res.bytes} bytes`);
+          const res = await request('GET', `${receiverProxy.url}/object?${q}`, {
+            range: `bytes=${k * P}-${(k + 1) * P - 1}`,
+          });
+          if (res.status !== 206 || res.bytes !== P)
+            throw new Error(`floor GET answered ${res.status} with ${res.bytes} bytes`);
         }),
       );
     },
@@ -113,7 +132,9 @@ async function measure(pids, fn) {
         const statuses = await inFlight(
           4,
           Array.from({ length: PARTS - 1 }, (_, k) => async () => {
-            const res = await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(k + 1) }, part, { keep: true });
+            const res = await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(k + 1) }, part, {
+              keep: true,
+            });
             if (res.status >= 300) throw new Error(`PUT answered ${res.status}: ${res.body}`);
             return res.status;
           }),
@@ -125,15 +146,22 @@ async function measure(pids, fn) {
           4,
           Array.from({ length: PARTS }, (_, k) => async () => {
             const res = await request('GET', `${api}/${id}`, { ...auth, range: `bytes=${k * P}-${(k + 1) * P - 1}` });
-            if (res.status !== 206 || res.bytes !== P) throw new Error(`GET answered ${res.status} with ${res.bytes} bytes`);
+            if (res.status !== 206 || res.bytes !== P)
+              throw new Error(`GET answered ${res.status} with ${res.bytes} bytes`);
           }),
         );
       },
     };
   };
   const paths = {
-    services: { phases: servicePhases(stack.gatewayUrl), pids: { hop: byName.gateway.pid, receiver: byName['content-service'].pid } },
-    'gateway floor': { phases: servicePhases(serviceProxy.url), pids: { hop: serviceProxy.pid, receiver: byName['content-service'].pid } },
+    services: {
+      phases: servicePhases(stack.gatewayUrl),
+      pids: { hop: byName.gateway.pid, receiver: byName['content-service'].pid },
+    },
+    'gateway floor': {
+      phases: servicePhases(serviceProxy.url),
+      pids: { hop: serviceProxy.pid, receiver: byName['content-service'].pid },
+    },
     'receiver floor': { phases: floorPhases, pids: { hop: receiverProxy.pid, receiver: receiver.pid } },
   };
   for (const p of Object.values(paths)) p.pids = { client: process.pid, ...p.pids, ...backing };
@@ -153,7 +181,9 @@ async function measure(pids, fn) {
             await s3.send(new DeleteObjectCommand({ Bucket, Key: floorKey }));
           }
           console.log(
-            `round ${round + 1} ${name.padEnd(24)} ${m.mbps.toFixed(0).padStart(5)} MB/s  cpu-s/GiB ${Object.entries(m.cpu)
+            `round ${round + 1} ${name.padEnd(24)} ${m.mbps.toFixed(0).padStart(5)} MB/s  cpu-s/GiB ${Object.entries(
+              m.cpu,
+            )
               .map(([n, v]) => `${n}=${v.toFixed(2)}`)
               .join(' ')}`,
           );
@@ -172,7 +202,10 @@ async function measure(pids, fn) {
       ['s3 server', 'services', 's3 server', 'receiver floor', 's3 server'],
       ['database', 'services', 'database', 'receiver floor', 'database'],
     ];
-    const stats = { best: (v) => Math.min(...v), median: (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)] };
+    const stats = {
+      best: (v) => Math.min(...v),
+      median: (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)],
+    };
     for (const [statName, stat] of Object.entries(stats)) {
       console.log(
         `\nCPU-s per GiB, ${statName} of ${ROUNDS} rounds (${GIB} GiB, 64 MiB parts, 4 in flight; floors on V8 flags: ${FLOOR_NODE_ARGS.join(' ') || 'defaults'})`,
@@ -190,7 +223,9 @@ async function measure(pids, fn) {
       const cs = ['upload', 'download'].map((d) => stat(seen[`services ${d}`].cpu.receiver).toFixed(2));
       console.log(`content-service behind the gateway: ${cs[0]} upload, ${cs[1]} download`);
     }
-    console.log(`best MB/s: ${['upload', 'download'].map((d) => names.map((p) => `${p} ${d} ${seen[`${p} ${d}`].mbps.toFixed(0)}`).join(', ')).join('; ')}`);
+    console.log(
+      `best MB/s: ${['upload', 'download'].map((d) => names.map((p) => `${p} ${d} ${seen[`${p} ${d}`].mbps.toFixed(0)}`).join(', ')).join('; ')}`,
+    );
   } finally {
     serviceProxy.stop();
     receiverProxy.stop();

@@ -15,7 +15,14 @@
 // /proc/<pid>/stat). The S3, MongoDB-compatible and Redis servers are shared with whatever else runs
 // on the machine: their CPU includes any other user's load (the idle rates printed first tell).
 const { execFileSync } = require('node:child_process');
-const { createPrivateKey, generateKeyPairSync, randomBytes, randomUUID, webcrypto, X509Certificate } = require('node:crypto');
+const {
+  createPrivateKey,
+  generateKeyPairSync,
+  randomBytes,
+  randomUUID,
+  webcrypto,
+  X509Certificate,
+} = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
@@ -23,7 +30,17 @@ const path = require('node:path');
 const { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { Binary, MongoClient } = require('mongodb');
-const { benchArgs, cpuMs, drain, ensureBackingServers, listeningPid, request, ROOT, s3Client, startStack } = require('./_support');
+const {
+  benchArgs,
+  cpuMs,
+  drain,
+  ensureBackingServers,
+  listeningPid,
+  request,
+  ROOT,
+  s3Client,
+  startStack,
+} = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
 const USAGE =
@@ -137,7 +154,8 @@ async function phase(label, op, { workers = CONCURRENCY, seconds = SECONDS, poin
 }
 
 function check(res, status, what) {
-  if (res.status !== status) throw new Error(`${what} answered ${res.status}${res.body ? `: ${String(res.body).slice(0, 200)}` : ''}`);
+  if (res.status !== status)
+    throw new Error(`${what} answered ${res.status}${res.body ? `: ${String(res.body).slice(0, 200)}` : ''}`);
 }
 
 async function main() {
@@ -149,7 +167,10 @@ async function main() {
   );
   const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
   const s3Bucket = `${prefix}-contents`; // scripts/stack.js: the content-service's bucket
-  const gwAgent = new http.Agent({ keepAlive: true, maxSockets: Math.max(CONCURRENCY, SIGNIN_CONCURRENCY, SEED_IN_FLIGHT) });
+  const gwAgent = new http.Agent({
+    keepAlive: true,
+    maxSockets: Math.max(CONCURRENCY, SIGNIN_CONCURRENCY, SEED_IN_FLIGHT),
+  });
   const s3Agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(CONCURRENCY, SEED_IN_FLIGHT) });
   const s3 = s3Client({ requestHandler: { httpAgent: s3Agent } });
   const contents = []; // { owner, id } of every stored content
@@ -168,14 +189,23 @@ async function main() {
         while (next < keys.length) {
           const batch = keys.slice(next, next + 1000);
           next += 1000;
-          await s3.send(new DeleteObjectsCommand({ Bucket: s3Bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } })).catch(() => undefined);
+          await s3
+            .send(
+              new DeleteObjectsCommand({
+                Bucket: s3Bucket,
+                Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+              }),
+            )
+            .catch(() => undefined);
         }
       }),
     );
     await purgeStackData(stack.prefix, stack.backing);
     s3.destroy();
     gwAgent.destroy();
-    log(`\ncleaned up (stack stopped, bucket and databases of ${prefix} removed) in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    log(
+      `\ncleaned up (stack stopped, bucket and databases of ${prefix} removed) in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
   };
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.once(signal, () => {
@@ -215,7 +245,9 @@ async function main() {
     await new Promise((r) => setTimeout(r, 2000));
     const idleAfter = cpuOfAll();
     const idleSeconds = (performance.now() - idleT) / 1000;
-    const idle = Object.fromEntries(Object.keys(processes).map((n) => [n, (idleAfter[n] - idleBefore[n]) / idleSeconds]));
+    const idle = Object.fromEntries(
+      Object.keys(processes).map((n) => [n, (idleAfter[n] - idleBefore[n]) / idleSeconds]),
+    );
     log(
       `idle CPU before the run, ms per s: ${Object.keys(processes)
         .map((n) => `${n} ${fmt(idle[n], 1)}`)
@@ -254,14 +286,17 @@ async function main() {
             try {
               await post();
             } catch (error) {
-              if (++failures > 100 + target / 100) throw new Error(`seeding: ${failures} POSTs failed; the last: ${error.message}`, { cause: error });
+              if (++failures > 100 + target / 100)
+                throw new Error(`seeding: ${failures} POSTs failed; the last: ${error.message}`, { cause: error });
             } finally {
               pending--;
             }
             const now = performance.now();
             if (now - last >= PROGRESS_EVERY_MS) {
               last = now;
-              log(`  seeding: ${contents.length} of ${target} stored, ${((contents.length - from) / ((now - t0) / 1000)).toFixed(0)}/s`);
+              log(
+                `  seeding: ${contents.length} of ${target} stored, ${((contents.length - from) / ((now - t0) / 1000)).toFixed(0)}/s`,
+              );
             }
           }
         }),
@@ -304,7 +339,15 @@ async function main() {
       // Into the content-service's bucket and folder, as its own PutObject, so both write into a folder of one size.
       'PutObject S3': async () => {
         const Key = contentKey(pickOwner(), randomUUID());
-        await s3.send(new PutObjectCommand({ Bucket: s3Bucket, Key, Body: body, ContentLength: SIZE, ContentType: 'application/octet-stream' }));
+        await s3.send(
+          new PutObjectCommand({
+            Bucket: s3Bucket,
+            Key,
+            Body: body,
+            ContentLength: SIZE,
+            ContentType: 'application/octet-stream',
+          }),
+        );
         directKeys.push(Key);
       },
     });
@@ -321,11 +364,16 @@ async function main() {
       const o = ops(stored);
       // The S3 keys must be the content-service's: one HeadObject tells.
       const probe = contents[0];
-      await s3.send(new HeadObjectCommand({ Bucket: s3Bucket, Key: contentKey(probe.owner, probe.id) })).catch((error) => {
-        throw new Error(`content ${probe.id} is not at S3 key ${contentKey(probe.owner, probe.id)} (${error.name}): the direct reads would miss`, {
-          cause: error,
+      await s3
+        .send(new HeadObjectCommand({ Bucket: s3Bucket, Key: contentKey(probe.owner, probe.id) }))
+        .catch((error) => {
+          throw new Error(
+            `content ${probe.id} is not at S3 key ${contentKey(probe.owner, probe.id)} (${error.name}): the direct reads would miss`,
+            {
+              cause: error,
+            },
+          );
         });
-      });
       if (points.length === 0) {
         // Warm-up (not measured): connections, JIT, caches of both paths.
         for (const name of ['GET gateway', 'GetObject S3', 'HEAD gateway', 'HeadObject S3', 'PutObject S3'])
@@ -335,7 +383,8 @@ async function main() {
       const point = { stored, rows: {} };
       // Gateway and S3 back to back, reads before writes.
       for (const [, gwName, s3Name] of PAIRS) {
-        for (const name of [gwName, s3Name]) point.rows[name] = await phase(`${name} @${stored}`, o[name], { point: stored });
+        for (const name of [gwName, s3Name])
+          point.rows[name] = await phase(`${name} @${stored}`, o[name], { point: stored });
       }
       point.after = contents.length;
       points.push(point);
@@ -348,7 +397,13 @@ async function main() {
     const unfinished = [];
     const openUpload = async () => {
       const owner = pickOwner();
-      const res = await request('POST', `${gw}/v1/${owner}/contents`, { ...bearer, 'content-range': `bytes 0-${SIZE - 1}/${UNFINISHED_TOTAL}` }, body, opts);
+      const res = await request(
+        'POST',
+        `${gw}/v1/${owner}/contents`,
+        { ...bearer, 'content-range': `bytes 0-${SIZE - 1}/${UNFINISHED_TOTAL}` },
+        body,
+        opts,
+      );
       check(res, 201, 'POST of a first chunk');
       unfinished.push({ owner, id: JSON.parse(res.body).id, next: SIZE });
     };
@@ -368,9 +423,15 @@ async function main() {
     const PUT_WORKERS = 10;
     const unfinishedRows = {};
     for (const held of [PUT_WORKERS, 1000]) {
-      while (unfinished.length < held) await Promise.all(Array.from({ length: Math.min(SEED_IN_FLIGHT, held - unfinished.length) }, openUpload));
-      log(`\nwith ${unfinished.length} uploads unfinished (${PUT_WORKERS} in flight, each on its own upload, ${SECONDS} s):`);
-      unfinishedRows[held] = await phase(`PUT 10 KiB chunk, ${held} unfinished`, putChunk, { workers: PUT_WORKERS, point: `unfinished ${held}` });
+      while (unfinished.length < held)
+        await Promise.all(Array.from({ length: Math.min(SEED_IN_FLIGHT, held - unfinished.length) }, openUpload));
+      log(
+        `\nwith ${unfinished.length} uploads unfinished (${PUT_WORKERS} in flight, each on its own upload, ${SECONDS} s):`,
+      );
+      unfinishedRows[held] = await phase(`PUT 10 KiB chunk, ${held} unfinished`, putChunk, {
+        workers: PUT_WORKERS,
+        point: `unfinished ${held}`,
+      });
     }
 
     // ---- sign-in at scale ----
@@ -378,14 +439,26 @@ async function main() {
     const signin = await seedSignIn(stack, owners);
     const gwUrl = stack.gatewayUrl;
     const signInOnce = async (user) => {
-      const a = await request('POST', `${gwUrl}/auth/v5.13/authenticate-by-cert?apiKey=${signin.apiKey}`, {}, user.pem, { agent: gwAgent, keep: true });
+      const a = await request(
+        'POST',
+        `${gwUrl}/auth/v5.13/authenticate-by-cert?apiKey=${signin.apiKey}`,
+        {},
+        user.pem,
+        { agent: gwAgent, keep: true },
+      );
       check(a, 200, 'authenticate-by-cert');
       const { EncryptedKey, Link } = JSON.parse(a.body);
       const rnd = await decrypt(EncryptedKey, signin.pkcs8);
-      const b = await request('POST', `${Link.Href}&apiKey=${signin.apiKey}`, { 'content-type': 'application/octet-stream' }, rnd, {
-        agent: gwAgent,
-        keep: true,
-      });
+      const b = await request(
+        'POST',
+        `${Link.Href}&apiKey=${signin.apiKey}`,
+        { 'content-type': 'application/octet-stream' },
+        rnd,
+        {
+          agent: gwAgent,
+          keep: true,
+        },
+      );
       check(b, 200, 'approve-cert');
       return JSON.parse(b.body);
     };
@@ -409,7 +482,9 @@ async function main() {
       }
     };
     const sopts = { workers: SIGNIN_CONCURRENCY, point: 'signin' };
-    log(`\nwith ${USERS} users and ${SESSIONS} sessions registered (${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each):`);
+    log(
+      `\nwith ${USERS} users and ${SESSIONS} sessions registered (${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each):`,
+    );
     await forDuration(
       SIGNIN_CONCURRENCY,
       2,
@@ -447,7 +522,13 @@ async function main() {
         const s = signin.sessions[Math.floor(Math.random() * SESSIONS)];
         const ids = byOwner.get(s.owner);
         const id = ids[Math.floor(Math.random() * ids.length)];
-        const res = await request('GET', `${gwUrl}/v1/${s.owner}/contents/${id}`, { authorization: `auth.sid ${s.Sid}` }, null, opts);
+        const res = await request(
+          'GET',
+          `${gwUrl}/v1/${s.owner}/contents/${id}`,
+          { authorization: `auth.sid ${s.Sid}` },
+          null,
+          opts,
+        );
         check(res, 200, 'GET with auth.sid');
       },
       sopts,
@@ -456,7 +537,11 @@ async function main() {
       'GET, Bearer (reference)',
       async () => {
         const c = randomContent(contents.length);
-        check(await request('GET', `${gwUrl}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts), 200, 'GET with Bearer');
+        check(
+          await request('GET', `${gwUrl}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts),
+          200,
+          'GET with Bearer',
+        );
       },
       sopts,
     );
@@ -516,9 +601,13 @@ async function seedSignIn(stack, owners) {
     ]);
     admin('trust', 'add', '--cert', `${dir}/ca.pem`);
     apiKey = admin('apikey', 'create', '--label', 'bench-scale');
-    caCert = pkijs.Certificate.fromBER(new Uint8Array(new X509Certificate(fs.readFileSync(`${dir}/ca.pem`)).raw).buffer);
+    caCert = pkijs.Certificate.fromBER(
+      new Uint8Array(new X509Certificate(fs.readFileSync(`${dir}/ca.pem`)).raw).buffer,
+    );
     const caKeyDer = createPrivateKey(fs.readFileSync(`${dir}/ca.key`)).export({ type: 'pkcs8', format: 'der' });
-    caKey = await webcrypto.subtle.importKey('pkcs8', caKeyDer, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign']);
+    caKey = await webcrypto.subtle.importKey('pkcs8', caKeyDer, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, [
+      'sign',
+    ]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -535,7 +624,12 @@ async function seedSignIn(stack, owners) {
     serial[0] = (serial[0] & 0x7f) | 0x01; // positive, no leading zero
     cert.serialNumber = new asn1js.Integer({ valueHex: new Uint8Array(serial).buffer });
     cert.issuer = caCert.subject;
-    cert.subject.typesAndValues.push(new pkijs.AttributeTypeAndValue({ type: '2.5.4.3', value: new asn1js.Utf8String({ value: `bench-scale-user-${i}` }) }));
+    cert.subject.typesAndValues.push(
+      new pkijs.AttributeTypeAndValue({
+        type: '2.5.4.3',
+        value: new asn1js.Utf8String({ value: `bench-scale-user-${i}` }),
+      }),
+    );
     cert.notBefore.value = new Date(Date.now() - 3600_000);
     cert.notAfter.value = new Date(Date.now() + 2 * 24 * 3600_000);
     cert.subjectPublicKeyInfo = pkijs.PublicKeyInfo.fromBER(spki);
@@ -588,7 +682,9 @@ async function seedSignIn(stack, owners) {
           userId: saved._id,
           owners: saved.owners,
           thumbprint: leaf.thumbprint,
-          pem: Buffer.from(`-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`),
+          pem: Buffer.from(
+            `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`,
+          ),
         };
       }
     }),
@@ -632,7 +728,8 @@ async function seedSignIn(stack, owners) {
     await repo.ensureIndexes();
     const bulk = async (name, collection, docs) => {
       const t = performance.now();
-      for (let k = 0; k < docs.length; k += 1000) await collection.insertMany(docs.slice(k, k + 1000), { ordered: false });
+      for (let k = 0; k < docs.length; k += 1000)
+        await collection.insertMany(docs.slice(k, k + 1000), { ordered: false });
       written[name] = { count: docs.length, seconds: (performance.now() - t) / 1000 };
       log(`  ${name}: ${docs.length} documents in ${written[name].seconds.toFixed(1)} s`);
     };
@@ -650,7 +747,8 @@ async function seedSignIn(stack, owners) {
     log(
       `  in the databases now: ${counted.users} users, ${counted.certificates} certificates, ${counted.families} session families, ${counted.pairs} session pairs`,
     );
-    if (counted.users < USERS || counted.pairs < SESSIONS) throw new Error(`seeding sign-in: fewer documents than asked for: ${JSON.stringify(counted)}`);
+    if (counted.users < USERS || counted.pairs < SESSIONS)
+      throw new Error(`seeding sign-in: fewer documents than asked for: ${JSON.stringify(counted)}`);
   } finally {
     await mongo.close();
   }
@@ -671,7 +769,8 @@ async function seedSignIn(stack, owners) {
 function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs, unfinishedRows }) {
   const names = Object.keys(processes);
   const ratio = (a, b) => (a === undefined || b === undefined || !b ? 'n/a' : (a / b).toFixed(2));
-  const line = (cells, widths) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
+  const line = (cells, widths) =>
+    cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
   log('\n================ summary (every figure measured in this run) ================');
   log(
     `contents: ${SIZE / 1024} KiB, ${CONCURRENCY} in flight, ${SECONDS} s per phase, keep-alive agents both sides; ` +
@@ -695,7 +794,17 @@ function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, beare
     log(line(['', 'rate', 'p50', 'p99'], w));
     for (const [, gwName, s3Name] of pairs) {
       for (const name of [gwName, s3Name])
-        log(line([name, ratio(b.rows[name].rate, a.rows[name].rate), ratio(b.rows[name].p50, a.rows[name].p50), ratio(b.rows[name].p99, a.rows[name].p99)], w));
+        log(
+          line(
+            [
+              name,
+              ratio(b.rows[name].rate, a.rows[name].rate),
+              ratio(b.rows[name].p50, a.rows[name].p50),
+              ratio(b.rows[name].p99, a.rows[name].p99),
+            ],
+            w,
+          ),
+        );
     }
   } else {
     log(`\n(--contents ${CONTENTS} is the first point: no later point to compare with)`);
@@ -715,7 +824,8 @@ function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, beare
     `\nsign-in at scale: ${USERS} users, ${SESSIONS} sessions registered (bulk insert: ${signin.timing.total.toFixed(1)} s), ${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each:`,
   );
   log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed'], [34, 9, 9, 9, 9]));
-  for (const r of [signInRow, refreshRow, sidRow, bearerRow]) log(line([r.label, fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors], [34, 9, 9, 9, 9]));
+  for (const r of [signInRow, refreshRow, sidRow, bearerRow])
+    log(line([r.label, fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors], [34, 9, 9, 9, 9]));
   log(
     `GET auth.sid / Bearer at ${SIGNIN_CONCURRENCY} in flight: rate ${ratio(sidRow.rate, bearerRow.rate)}, p50 ${ratio(sidRow.p50, bearerRow.p50)}, p99 ${ratio(sidRow.p99, bearerRow.p99)}`,
   );
@@ -727,9 +837,12 @@ function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, beare
   for (const r of rows) log(line([r.label, ...names.map((n) => fmt(r.cpu[n], 3))], cw));
   log(line(['idle before the run, ms per s', ...names.map((n) => fmt(idle[n], 1))], cw));
   log(`processes: ${names.map((n) => `${n} = ${processes[n].label}`).join('; ')}`);
-  log('the S3, MongoDB-compatible and Redis servers are shared with anything else on this machine: their figures include its load');
+  log(
+    'the S3, MongoDB-compatible and Redis servers are shared with anything else on this machine: their figures include its load',
+  );
   const failed = rows.filter((r) => r.errors);
-  if (failed.length) log(`FAILED requests in: ${failed.map((r) => `${r.label} (${r.errors}, first: ${r.firstError})`).join('; ')}`);
+  if (failed.length)
+    log(`FAILED requests in: ${failed.map((r) => `${r.label} (${r.errors}, first: ${r.firstError})`).join('; ')}`);
 }
 
 main().then(

@@ -13,7 +13,16 @@
 const { randomBytes, randomUUID } = require('node:crypto');
 const { CreateBucketCommand, PutObjectCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
-const { MiB, floorProcess, ensureBackingServers, inFlight, startStack, request, s3Client, benchArgs } = require('./_support');
+const {
+  MiB,
+  floorProcess,
+  ensureBackingServers,
+  inFlight,
+  startStack,
+  request,
+  s3Client,
+  benchArgs,
+} = require('./_support');
 const { purgeStackData } = require('../scripts/purge');
 
 const args = benchArgs();
@@ -43,9 +52,15 @@ async function upload(api, auth, data, parallel) {
   const samples = [];
   const send = async (method, url, i) => {
     const t = performance.now();
-    const res = await request(method, url, { ...auth, 'content-range': `bytes ${i * MiB}-${(i + 1) * MiB - 1}/${total}` }, data[i % data.length], {
-      keep: true,
-    });
+    const res = await request(
+      method,
+      url,
+      { ...auth, 'content-range': `bytes ${i * MiB}-${(i + 1) * MiB - 1}/${total}` },
+      data[i % data.length],
+      {
+        keep: true,
+      },
+    );
     const ms = performance.now() - t;
     if (res.status >= 300) throw new Error(`${method} chunk ${i} answered ${res.status}: ${res.body}`);
     samples.push({ ms, server: serverTiming(res.headers['server-timing']) });
@@ -61,7 +76,8 @@ async function upload(api, auth, data, parallel) {
   const seconds = (performance.now() - started) / 1000;
   if (!statuses.includes(201)) throw new Error('no chunk completed the content');
   const head = await request('HEAD', `${api}/${id}`, auth);
-  if (head.headers['x-upload-state'] !== 'ready' || Number(head.headers['content-length']) !== total) throw new Error('the content did not end ready');
+  if (head.headers['x-upload-state'] !== 'ready' || Number(head.headers['content-length']) !== total)
+    throw new Error('the content did not end ready');
   return { seconds, samples };
 }
 
@@ -79,28 +95,49 @@ async function timedSequential(send) {
 
 /** CHUNKS sequential 1 MiB PutObjects straight to the S3 server. */
 function s3Sequential(s3, Bucket, data) {
-  return timedSequential((i) => s3.send(new PutObjectCommand({ Bucket, Key: `seq/${i}`, Body: data[i % data.length], ContentLength: MiB })));
+  return timedSequential((i) =>
+    s3.send(new PutObjectCommand({ Bucket, Key: `seq/${i}`, Body: data[i % data.length], ContentLength: MiB })),
+  );
 }
 
 /** One content of CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's staging floor. */
 async function stagingFloorSequential(proxyUrl, Bucket, data) {
   const key = `staged-floor/${randomUUID()}`;
-  const open = await request('POST', `${proxyUrl}/chunks?${new URLSearchParams({ bucket: Bucket, key, chunk: MiB, perPart: PART_MIB, of: CHUNKS })}`, {}, '', {
-    keep: true,
-  });
+  const open = await request(
+    'POST',
+    `${proxyUrl}/chunks?${new URLSearchParams({ bucket: Bucket, key, chunk: MiB, perPart: PART_MIB, of: CHUNKS })}`,
+    {},
+    '',
+    {
+      keep: true,
+    },
+  );
   if (open.status !== 201) throw new Error(`staging floor POST answered ${open.status}: ${open.body}`);
   return timedSequential(async (i) => {
-    const res = await request('PUT', `${proxyUrl}/chunks/${i}?${new URLSearchParams({ key })}`, {}, data[i % data.length], { keep: true });
-    if (res.status !== (i === CHUNKS - 1 ? 201 : 204)) throw new Error(`staging floor PUT ${i} answered ${res.status}: ${res.body}`);
+    const res = await request(
+      'PUT',
+      `${proxyUrl}/chunks/${i}?${new URLSearchParams({ key })}`,
+      {},
+      data[i % data.length],
+      { keep: true },
+    );
+    if (res.status !== (i === CHUNKS - 1 ? 201 : 204))
+      throw new Error(`staging floor PUT ${i} answered ${res.status}: ${res.body}`);
   });
 }
 
 /** CHUNKS sequential 1 MiB PUTs through the bare proxy into the bare receiver's PutObject. */
 function floorSequential(proxyUrl, Bucket, data) {
   return timedSequential(async (i) => {
-    const res = await request('PUT', `${proxyUrl}/object?${new URLSearchParams({ bucket: Bucket, key: `floor/${i}` })}`, {}, data[i % data.length], {
-      keep: true,
-    });
+    const res = await request(
+      'PUT',
+      `${proxyUrl}/object?${new URLSearchParams({ bucket: Bucket, key: `floor/${i}` })}`,
+      {},
+      data[i % data.length],
+      {
+        keep: true,
+      },
+    );
     if (res.status !== 200) throw new Error(`floor PUT answered ${res.status}: ${res.body}`);
   });
 }
@@ -129,7 +166,9 @@ async function main() {
   try {
     const data = Array.from({ length: 16 }, () => randomBytes(MiB));
     const owner = randomUUID();
-    const auth = { authorization: `Bearer ${await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 })}` };
+    const auth = {
+      authorization: `Bearer ${await new DevKeys(stack.keysDir).mint({ owners: [owner], ttlSeconds: 3600 })}`,
+    };
     const api = `${stack.gatewayUrl}/v1/${owner}/contents`;
     const Bucket = `${stack.prefix}-reference`;
     await s3.send(new CreateBucketCommand({ Bucket }));
@@ -161,11 +200,17 @@ async function main() {
     const ratio = summary(best.sequential).mbps / summary(best.s3).mbps;
     console.log(`ratio sequential chunks / sequential PutObjects: ${ratio.toFixed(2)} (target ≥ 0.5)`);
     const floorRatio = summary(best.floor).mbps / summary(best.s3).mbps;
-    console.log(`ratio floor / sequential PutObjects: ${floorRatio.toFixed(2)} (two bare Node.js hops, no bookkeeping)`);
+    console.log(
+      `ratio floor / sequential PutObjects: ${floorRatio.toFixed(2)} (two bare Node.js hops, no bookkeeping)`,
+    );
     const stagingRatio = summary(best.stagingFloor).mbps / summary(best.s3).mbps;
-    console.log(`ratio staging floor / sequential PutObjects: ${stagingRatio.toFixed(2)} (the least an unaligned chunk needs)`);
+    console.log(
+      `ratio staging floor / sequential PutObjects: ${stagingRatio.toFixed(2)} (the least an unaligned chunk needs)`,
+    );
     console.log(`ratio sequential chunks / staging floor: ${(ratio / stagingRatio).toFixed(2)}`);
-    console.log('\nmean ms per chunk, by stage (Server-Timing; gateway = client wait beyond the content-service total)');
+    console.log(
+      '\nmean ms per chunk, by stage (Server-Timing; gateway = client wait beyond the content-service total)',
+    );
     const rows = { sequential: breakdown(best.sequential), '8 in flight': breakdown(best.inFlight8) };
     const stages = ['client', 'gateway', ...STAGES, 'other'];
     console.log(

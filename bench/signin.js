@@ -56,7 +56,11 @@ async function forDuration(workers, seconds, op) {
 
 async function decrypt(encryptedKeyB64, user) {
   const der = Buffer.from(encryptedKeyB64, 'base64');
-  if (USE_OPENSSL) return openssl(['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'], der);
+  if (USE_OPENSSL)
+    return openssl(
+      ['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'],
+      der,
+    );
   const info = pkijs.ContentInfo.fromBER(der);
   const enveloped = new pkijs.EnvelopedData({ schema: info.content });
   return Buffer.from(await enveloped.decrypt(0, { recipientPrivateKey: user.pkcs8 }));
@@ -99,7 +103,19 @@ async function main() {
     for (let i = 0; i < IN_FLIGHT; i++) {
       const keyPath = `${dir}/u${i}.key`;
       const certPath = `${dir}/u${i}.pem`;
-      openssl(['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=bench-user-${i}`, '-keyout', keyPath, '-out', `${dir}/u${i}.csr`]);
+      openssl([
+        'req',
+        '-new',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-subj',
+        `/CN=bench-user-${i}`,
+        '-keyout',
+        keyPath,
+        '-out',
+        `${dir}/u${i}.csr`,
+      ]);
       openssl([
         'x509',
         '-req',
@@ -122,11 +138,19 @@ async function main() {
     }
     const gw = stack.gatewayUrl;
     const signIn = async (user) => {
-      const a = await request('POST', `${gw}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, {}, user.pem, { keep: true });
+      const a = await request('POST', `${gw}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, {}, user.pem, {
+        keep: true,
+      });
       if (a.status !== 200) throw new Error(`authenticate answered ${a.status}: ${a.body}`);
       const { EncryptedKey, Link } = JSON.parse(a.body);
       const rnd = await decrypt(EncryptedKey, user);
-      const b = await request('POST', `${Link.Href}&apiKey=${apiKey}`, { 'content-type': 'application/octet-stream' }, rnd, { keep: true });
+      const b = await request(
+        'POST',
+        `${Link.Href}&apiKey=${apiKey}`,
+        { 'content-type': 'application/octet-stream' },
+        rnd,
+        { keep: true },
+      );
       if (b.status !== 200) throw new Error(`approve answered ${b.status}: ${b.body}`);
       return JSON.parse(b.body);
     };
@@ -157,7 +181,13 @@ async function main() {
     const keys = new DevKeys(stack.keysDir);
     for (const u of users) {
       u.token = await keys.mint({ owners: [u.owner], ttlSeconds: 3600 });
-      const up = await request('POST', `${gw}/v1/${u.owner}/contents`, { authorization: `Bearer ${u.token}` }, randomBytes(1024), { keep: true });
+      const up = await request(
+        'POST',
+        `${gw}/v1/${u.owner}/contents`,
+        { authorization: `Bearer ${u.token}` },
+        randomBytes(1024),
+        { keep: true },
+      );
       if (up.status !== 201) throw new Error(`upload answered ${up.status}`);
       u.contentId = JSON.parse(up.body).id;
     }

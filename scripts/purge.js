@@ -23,7 +23,8 @@ async function purgeStackData(prefix, backing) {
     const { Buckets = [] } = await s3.send(new ListBucketsCommand({}));
     for (const { Name: Bucket } of Buckets.filter((b) => b.Name && b.Name.startsWith(prefix))) {
       const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket }));
-      for (const u of uploads.Uploads ?? []) await s3.send(new AbortMultipartUploadCommand({ Bucket, Key: u.Key, UploadId: u.UploadId }));
+      for (const u of uploads.Uploads ?? [])
+        await s3.send(new AbortMultipartUploadCommand({ Bucket, Key: u.Key, UploadId: u.UploadId }));
       let token;
       do {
         const page = await s3.send(new ListObjectsV2Command({ Bucket, ContinuationToken: token }));

@@ -114,7 +114,12 @@ async function startStack(opts = {}) {
   const authPort = ports.auth || (await freePort());
   // One secret per calling service, so each reaches only the internal routes granted to it.
   const secret = () => require('node:crypto').randomBytes(24).toString('hex');
-  const internalSecrets = { authToSession: secret(), contentToSession: secret(), sessionToAuth: secret(), ...(opts.internalSecrets || {}) };
+  const internalSecrets = {
+    authToSession: secret(),
+    contentToSession: secret(),
+    sessionToAuth: secret(),
+    ...(opts.internalSecrets || {}),
+  };
   const publicBaseUrl = opts.publicBaseUrl || `http://127.0.0.1:${gatewayPort}`;
   const authDatabase = `${prefix}-auth`;
   const sessionEnv = {
@@ -128,7 +133,12 @@ async function startStack(opts = {}) {
     ...(opts.sessionEnv || {}),
   };
   try {
-    const session = await startService('session-service', { port: ports.session, adminPort: ports.sessionAdmin, logDir, env: sessionEnv });
+    const session = await startService('session-service', {
+      port: ports.session,
+      adminPort: ports.sessionAdmin,
+      logDir,
+      env: sessionEnv,
+    });
     services.push(session);
     const authEnv = {
       ...backing,
@@ -140,7 +150,12 @@ async function startStack(opts = {}) {
       PUBLIC_BASE_URL: publicBaseUrl,
       ...(opts.authEnv || {}),
     };
-    const auth = await startService('auth-service', { port: authPort, adminPort: ports.authAdmin, logDir, env: authEnv });
+    const auth = await startService('auth-service', {
+      port: authPort,
+      adminPort: ports.authAdmin,
+      logDir,
+      env: authEnv,
+    });
     services.push(auth);
     const content = await startService('content-service', {
       port: ports.content,
@@ -212,7 +227,9 @@ if (require.main === module) {
   startStack({ ports, prefix: process.env.CP_PREFIX || 'local' }).then(
     (stack) => {
       for (const s of stack.services)
-        process.stdout.write(`  ${s.name.padEnd(16)} ${s.url}  admin ${s.adminUrl}  (log: ${path.relative(process.cwd(), s.logFile)})\n`);
+        process.stdout.write(
+          `  ${s.name.padEnd(16)} ${s.url}  admin ${s.adminUrl}  (log: ${path.relative(process.cwd(), s.logFile)})\n`,
+        );
       process.stdout.write(
         `\nThe API listens on ${stack.gatewayUrl} — try: curl ${stack.gatewayUrl}/healthz\n(each service's /readyz, /healthz/deps and /metrics: its admin address above)\nCtrl-C stops it.\n`,
       );

@@ -19,7 +19,9 @@ async function main(argv) {
     const flag = argv[i];
     const value = argv[i + 1];
     if (!value || !['--owner', '--ttl', '--sub'].includes(flag))
-      throw new Error(`unknown argument ${flag}; usage: token --owner <uuid> [--owner ...] [--ttl 1h] [--sub <subject>]`);
+      throw new Error(
+        `unknown argument ${flag}; usage: token --owner <uuid> [--owner ...] [--ttl 1h] [--sub <subject>]`,
+      );
     if (flag === '--owner') owners.push(value.toLowerCase());
     else if (flag === '--ttl') ttl = parseTtl(value);
     else sub = value;

@@ -68,8 +68,10 @@ describe('bad input through the gateway', () => {
 
   // Half-closing makes Node drop a request it has not answered yet (no half-open HTTP), so only the
   // cases that stop mid-body half-close; the others ask for Connection: close or get it.
-  const send = (steps: RawStep[], opts?: { halfClose?: boolean }) => exchange(port, steps, { deadlineMs: 6000, halfClose: false, ...opts });
-  const head = (requestLine: string, headers: string[]) => `${requestLine}\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
+  const send = (steps: RawStep[], opts?: { halfClose?: boolean }) =>
+    exchange(port, steps, { deadlineMs: 6000, halfClose: false, ...opts });
+  const head = (requestLine: string, headers: string[]) =>
+    `${requestLine}\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
   const contents = () => `/v1/${owner}/contents`;
   const bearer = () => `Authorization: Bearer ${token}`;
 
@@ -91,28 +93,47 @@ describe('bad input through the gateway', () => {
       path: '/v1',
       statuses: [400],
       code: 'invalidContentType',
-      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text/plain; charset=\xff\xe9', 'Content-Length: 3']) + 'abc'],
+      steps: () => [
+        head(`POST ${contents()} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          'Content-Type: text/plain; charset=\xff\xe9',
+          'Content-Length: 3',
+        ]) + 'abc',
+      ],
     },
     {
       name: '4 KB Content-Type',
       path: '/v1',
       statuses: [400],
       code: 'invalidContentType',
-      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), `Content-Type: text/${'a'.repeat(4096)}`, 'Content-Length: 3']) + 'abc'],
+      steps: () => [
+        head(`POST ${contents()} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          `Content-Type: text/${'a'.repeat(4096)}`,
+          'Content-Length: 3',
+        ]) + 'abc',
+      ],
     },
     {
       name: 'Content-Type without subtype',
       path: '/v1',
       statuses: [400],
       code: 'invalidContentType',
-      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text', 'Content-Length: 3']) + 'abc'],
+      steps: () => [
+        head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Type: text', 'Content-Length: 3']) + 'abc',
+      ],
     },
     {
       name: '12 KB api key on refresh',
       path: '/sessions/v5.13/sessions/refresh',
       statuses: [400],
       steps: () => [
-        head(`POST /sessions/v5.13/sessions/refresh?auth.sid=AB&refresh-token=CD&api-key=${'k'.repeat(12 * 1024)} HTTP/1.1`, ['Host: g', 'Content-Length: 0']),
+        head(
+          `POST /sessions/v5.13/sessions/refresh?auth.sid=AB&refresh-token=CD&api-key=${'k'.repeat(12 * 1024)} HTTP/1.1`,
+          ['Host: g', 'Content-Length: 0'],
+        ),
       ],
     },
     {
@@ -120,7 +141,11 @@ describe('bad input through the gateway', () => {
       path: '/auth/v5.13/authenticate-by-cert',
       statuses: [400],
       steps: () => [
-        head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', `X-Kontur-Apikey: ${'k'.repeat(12 * 1024)}`, 'Content-Length: 1']) + 'x',
+        head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', [
+          'Host: g',
+          `X-Kontur-Apikey: ${'k'.repeat(12 * 1024)}`,
+          'Content-Length: 1',
+        ]) + 'x',
       ],
     },
     {
@@ -128,7 +153,9 @@ describe('bad input through the gateway', () => {
       path: '/v1',
       statuses: [400],
       code: 'credentialTooLong',
-      steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', `Authorization: auth.sid ${'A'.repeat(12 * 1024)}`])],
+      steps: () => [
+        head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', `Authorization: auth.sid ${'A'.repeat(12 * 1024)}`]),
+      ],
     },
     // Decided from the head, without waiting for the body.
     {
@@ -205,7 +232,12 @@ describe('bad input through the gateway', () => {
       statuses: [400],
       halfClose: true,
       steps: () => [
-        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'x'.repeat(40),
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          'Content-Range: bytes 100-199/300',
+          'Content-Length: 100',
+        ]) + 'x'.repeat(40),
         100,
       ],
     },
@@ -214,15 +246,22 @@ describe('bad input through the gateway', () => {
       path: '/v1',
       statuses: [400],
       steps: () => [
-        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Transfer-Encoding: chunked']) +
-          '10\r\n0123456789abcdef\r\nzz\r\n',
+        head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+          'Host: g',
+          bearer(),
+          'Content-Range: bytes 100-199/300',
+          'Transfer-Encoding: chunked',
+        ]) + '10\r\n0123456789abcdef\r\nzz\r\n',
       ],
     },
     {
       name: 'Content-Length and chunked',
       path: '/v1',
       statuses: [400],
-      steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 5', 'Transfer-Encoding: chunked']) + '5\r\nabcde\r\n0\r\n\r\n'],
+      steps: () => [
+        head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Content-Length: 5', 'Transfer-Encoding: chunked']) +
+          '5\r\nabcde\r\n0\r\n\r\n',
+      ],
     },
     {
       name: 'Transfer-Encoding: gzip',
@@ -240,7 +279,10 @@ describe('bad input through the gateway', () => {
       name: 'two different Content-Lengths',
       path: '/auth/v5.13/authenticate-by-cert',
       statuses: [400],
-      steps: () => [head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', 'Content-Length: 1', 'Content-Length: 2']) + 'ab'],
+      steps: () => [
+        head('POST /auth/v5.13/authenticate-by-cert HTTP/1.1', ['Host: g', 'Content-Length: 1', 'Content-Length: 2']) +
+          'ab',
+      ],
     },
     {
       name: 'control byte in a header',
@@ -248,17 +290,49 @@ describe('bad input through the gateway', () => {
       statuses: [400],
       steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, ['Host: g', bearer(), 'X-Thing: a\x01b'])],
     },
-    { name: 'bare LF line ends', path: '/v1', statuses: [400], steps: () => [`GET ${contents()}/${readyId} HTTP/1.1\nHost: g\n${bearer()}\n\n`] },
-    { name: 'no Host', path: '/v1', statuses: [400], code: 'missingHost', steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, [bearer()])] },
-    { name: 'unknown method', path: '/v1', statuses: [400], steps: () => [head(`BREW ${contents()} HTTP/1.1`, ['Host: g'])] },
-    { name: 'huge URL', path: '/v1', statuses: [431], steps: () => [head(`GET /v1/${'a'.repeat(20_000)} HTTP/1.1`, ['Host: g'])] },
+    {
+      name: 'bare LF line ends',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [`GET ${contents()}/${readyId} HTTP/1.1\nHost: g\n${bearer()}\n\n`],
+    },
+    {
+      name: 'no Host',
+      path: '/v1',
+      statuses: [400],
+      code: 'missingHost',
+      steps: () => [head(`GET ${contents()}/${readyId} HTTP/1.1`, [bearer()])],
+    },
+    {
+      name: 'unknown method',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [head(`BREW ${contents()} HTTP/1.1`, ['Host: g'])],
+    },
+    {
+      name: 'huge URL',
+      path: '/v1',
+      statuses: [431],
+      steps: () => [head(`GET /v1/${'a'.repeat(20_000)} HTTP/1.1`, ['Host: g'])],
+    },
     {
       name: 'huge header',
       path: '/auth/v5.13/approve-cert',
       statuses: [431],
-      steps: () => [head('POST /auth/v5.13/approve-cert HTTP/1.1', ['Host: g', `X-Big: ${'b'.repeat(20_000)}`, 'Content-Length: 0'])],
+      steps: () => [
+        head('POST /auth/v5.13/approve-cert HTTP/1.1', [
+          'Host: g',
+          `X-Big: ${'b'.repeat(20_000)}`,
+          'Content-Length: 0',
+        ]),
+      ],
     },
-    { name: 'garbage request line', path: '/v1', statuses: [400], steps: () => ['\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n'] },
+    {
+      name: 'garbage request line',
+      path: '/v1',
+      statuses: [400],
+      steps: () => ['\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n'],
+    },
     // RFC 9112: one Host; no path the proxy would rewrite.
     {
       name: 'two Host headers',
@@ -285,7 +359,9 @@ describe('bad input through the gateway', () => {
       name: '\\ carrying a path to /internal',
       path: '/sessions/v5.13\\..\\..\\internal/sessions',
       statuses: [400],
-      steps: () => [head('POST /sessions/v5.13\\..\\..\\internal/sessions HTTP/1.1', ['Host: g', 'Content-Length: 2']) + '{}'],
+      steps: () => [
+        head('POST /sessions/v5.13\\..\\..\\internal/sessions HTTP/1.1', ['Host: g', 'Content-Length: 2']) + '{}',
+      ],
     },
     {
       name: 'encoded dot segments',
@@ -310,7 +386,12 @@ describe('bad input through the gateway', () => {
 
   it('answers the junk pipelined after a complete POST only after that POST, which is created', async () => {
     const x = await send([
-      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Content-Range: bytes 0-9/10', 'Content-Length: 10']) +
+      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, [
+        'Host: g',
+        `Authorization: Bearer ${fuzzToken}`,
+        'Content-Range: bytes 0-9/10',
+        'Content-Length: 10',
+      ]) +
         '0123456789' +
         'JUNKJUNKJU',
     ]);
@@ -324,11 +405,19 @@ describe('bad input through the gateway', () => {
 
   it('answers junk after two pipelined POSTs only after both, which are created', async () => {
     const post = (bytes: string) =>
-      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, ['Host: g', `Authorization: Bearer ${fuzzToken}`, `Content-Length: ${bytes.length}`]) + bytes;
+      head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, [
+        'Host: g',
+        `Authorization: Bearer ${fuzzToken}`,
+        `Content-Length: ${bytes.length}`,
+      ]) + bytes;
     const x = await send([post('first') + post('second') + 'GET / HTTP/1.1\r\nBad Header\r\n\r\n']);
     const finals = expectSane(x, '/v1', 'two pipelined then junk');
     expect(finals.map((r) => r.status)).toEqual([201, 201, 400]);
-    const bodies = await Promise.all(finals.slice(0, 2).map((r) => call(contentsUrl(fuzzOwner, JSON.parse(r.body.toString()).id), { token: fuzzToken })));
+    const bodies = await Promise.all(
+      finals
+        .slice(0, 2)
+        .map((r) => call(contentsUrl(fuzzOwner, JSON.parse(r.body.toString()).id), { token: fuzzToken })),
+    );
     expect(bodies.map((b) => b.body.toString())).toEqual(['first', 'second']);
   });
 
@@ -336,12 +425,23 @@ describe('bad input through the gateway', () => {
     const stack = testStack();
     const gateway = await startService('gateway', {
       logDir: stack.logDir,
-      env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, CLIENT_IDLE_TIMEOUT_MS: '1000' },
+      env: {
+        LOG_LEVEL: 'warn',
+        CONTENT_SERVICE_URL: stack.services['content-service']!.url,
+        CLIENT_IDLE_TIMEOUT_MS: '1000',
+      },
     });
     try {
       const x = await exchange(
         gateway.port,
-        [head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, ['Host: g', bearer(), 'Content-Range: bytes 100-199/300', 'Content-Length: 100']) + 'q'.repeat(30)],
+        [
+          head(`PUT ${contents()}/${uploadingId} HTTP/1.1`, [
+            'Host: g',
+            bearer(),
+            'Content-Range: bytes 100-199/300',
+            'Content-Length: 100',
+          ]) + 'q'.repeat(30),
+        ],
         {
           deadlineMs: 5000,
           halfClose: false,
@@ -424,17 +524,23 @@ describe('bad input through the gateway', () => {
     expect(answer.status).toBe(416);
     expect(answer.headers.get('content-range')).toBe(`bytes */${readyData.length}`);
     expect(answer.json().id).toBe('urn:error:contents:rangeTotalMismatch');
-    const right = await call(contentsUrl(owner, readyId), { token, headers: { range: `bytes 0-99/${readyData.length}` } });
+    const right = await call(contentsUrl(owner, readyId), {
+      token,
+      headers: { range: `bytes 0-99/${readyData.length}` },
+    });
     expect(right.status).toBe(200);
     expect(right.body.equals(readyData.subarray(0, 100))).toBe(true);
   });
 
   it('refuses an oversized api key or sid at the services too, never with 503', async () => {
     const { services } = testStack();
-    const refresh = await fetch(`${services['session-service']!.url}/sessions/v5.13/sessions/refresh?auth.sid=AB&refresh-token=CD`, {
-      method: 'POST',
-      headers: { 'x-kontur-apikey': 'k'.repeat(12 * 1024) },
-    });
+    const refresh = await fetch(
+      `${services['session-service']!.url}/sessions/v5.13/sessions/refresh?auth.sid=AB&refresh-token=CD`,
+      {
+        method: 'POST',
+        headers: { 'x-kontur-apikey': 'k'.repeat(12 * 1024) },
+      },
+    );
     expect(refresh.status).toBe(403);
     expect(((await refresh.json()) as { Code: string }).Code).toBe('InvalidApiKey');
     const authenticate = await fetch(`${services['auth-service']!.url}/auth/v5.13/authenticate-by-cert`, {
@@ -464,7 +570,19 @@ describe('bad input through the gateway', () => {
   const headerValue = fc.oneof(
     fc.string({ unit: latin1Char, maxLength: 40 }).map((s) => s.replace(/[\r\n]/g, '')),
     fc.string({ unit: printable, maxLength: 300 }),
-    fc.constantFrom('text/plain', 'text/plain; charset=utf-8', 'a/b; c="d\\"e"', 'x/y;;;', '', ' ', '/', 'a/', 'a/b; c', 'a/b; =d', '\xe9/\xe9'),
+    fc.constantFrom(
+      'text/plain',
+      'text/plain; charset=utf-8',
+      'a/b; c="d\\"e"',
+      'x/y;;;',
+      '',
+      ' ',
+      '/',
+      'a/',
+      'a/b; c',
+      'a/b; =d',
+      '\xe9/\xe9',
+    ),
     fc.integer({ min: 200, max: 5000 }).map((n) => `text/${'x'.repeat(n)}`),
   );
 
@@ -483,7 +601,8 @@ describe('bad input through the gateway', () => {
             ? await send([head(`POST /v1/${fuzzOwner}/contents HTTP/1.1`, [...headers, 'Content-Length: 3']) + 'abc'])
             : await send([head(`GET /v1/${owner}/contents/${readyId} HTTP/1.1`, headers)]);
           const [first] = expectSane(x, '/v1', `${name}: ${JSON.stringify(value)}`);
-          if (name === 'content-type' && first!.status === 201) expect(/^[\x20-\x7e]{1,255}$/.test(value.trim())).toBe(true);
+          if (name === 'content-type' && first!.status === 201)
+            expect(/^[\x20-\x7e]{1,255}$/.test(value.trim())).toBe(true);
         },
       ),
       { numRuns: 90 },
@@ -512,7 +631,14 @@ describe('bad input through the gateway', () => {
     await fc.assert(
       fc.asyncProperty(rangeValue, fc.boolean(), async (value, isWrite) => {
         if (!isWrite) {
-          const x = await send([head(`GET /v1/${owner}/contents/${readyId} HTTP/1.1`, ['Host: g', bearer(), `Range: ${value}`, 'Connection: close'])]);
+          const x = await send([
+            head(`GET /v1/${owner}/contents/${readyId} HTTP/1.1`, [
+              'Host: g',
+              bearer(),
+              `Range: ${value}`,
+              'Connection: close',
+            ]),
+          ]);
           const [r] = expectSane(x, '/v1', `Range: ${value}`);
           expect([200, 206, 400, 416]).toContain(r!.status);
           if (r!.status === 206 || (r!.status === 200 && r!.headers['content-range'])) {
@@ -525,7 +651,14 @@ describe('bad input through the gateway', () => {
         // A write to the fixtures whose body breaks off: whatever the range, nothing may be stored.
         const target = value.length % 2 ? readyId : uploadingId;
         const x = await send(
-          [head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, ['Host: g', bearer(), `Content-Range: ${value}`, 'Content-Length: 100']) + 'z'.repeat(60)],
+          [
+            head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, [
+              'Host: g',
+              bearer(),
+              `Content-Range: ${value}`,
+              'Content-Length: 100',
+            ]) + 'z'.repeat(60),
+          ],
           { halfClose: true },
         );
         const [r] = expectSane(x, '/v1', `Content-Range: ${value}`);
@@ -598,12 +731,25 @@ describe('bad input through the gateway', () => {
     fc
       .array(
         fc.oneof(
-          fc.constantFrom('5\r\nabcde\r\n', 'zz\r\n', '5\r\nab', '-1\r\n', '5;ext=\x01\r\nabcde\r\n', 'fffffffffffffffffff\r\n', '3\r\nabc\n', '\r\n'),
+          fc.constantFrom(
+            '5\r\nabcde\r\n',
+            'zz\r\n',
+            '5\r\nab',
+            '-1\r\n',
+            '5;ext=\x01\r\nabcde\r\n',
+            'fffffffffffffffffff\r\n',
+            '3\r\nabc\n',
+            '\r\n',
+          ),
           fc.string({ unit: latin1Char, maxLength: 10 }),
         ),
         { minLength: 1, maxLength: 4 },
       )
-      .map((chunks) => ({ kind: 'chunked', head: ['Transfer-Encoding: chunked'], body: chunks.join('').replace(/0\r\n\r\n/g, '') })),
+      .map((chunks) => ({
+        kind: 'chunked',
+        head: ['Transfer-Encoding: chunked'],
+        body: chunks.join('').replace(/0\r\n\r\n/g, ''),
+      })),
     // conflicting or broken framing headers
     fc
       .constantFrom(
@@ -623,9 +769,20 @@ describe('bad input through the gateway', () => {
       fc.asyncProperty(framing, fc.boolean(), async (f, toUploading) => {
         const target = toUploading ? uploadingId : readyId;
         const range = toUploading ? 'bytes 100-199/300' : 'bytes 0-99/1000';
-        const x = await send([head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, ['Host: g', bearer(), `Content-Range: ${range}`, ...f.head]) + f.body, 50], {
-          halfClose: true,
-        });
+        const x = await send(
+          [
+            head(`PUT /v1/${owner}/contents/${target} HTTP/1.1`, [
+              'Host: g',
+              bearer(),
+              `Content-Range: ${range}`,
+              ...f.head,
+            ]) + f.body,
+            50,
+          ],
+          {
+            halfClose: true,
+          },
+        );
         const [r] = expectSane(x, '/v1', `${f.kind} ${JSON.stringify(f)}`);
         expect(r!.status).toBeGreaterThanOrEqual(400);
       }),
@@ -643,15 +800,23 @@ describe('bad input through the gateway', () => {
         expect([name, path, (await fetch(`${adminUrl}${path}`)).status]).toEqual([name, path, 200]);
       }
       // Liveness answers on both: kubelet's liveness probe goes to the API port.
-      expect([name, (await fetch(`${url}/healthz`)).status, (await fetch(`${adminUrl}/healthz`)).status]).toEqual([name, 200, 200]);
-      expect(await (await fetch(`${adminUrl}/metrics`)).text()).toMatch(new RegExp(`^http_request_duration_seconds_count\\{[^}]*service="${name}"`, 'm'));
+      expect([name, (await fetch(`${url}/healthz`)).status, (await fetch(`${adminUrl}/healthz`)).status]).toEqual([
+        name,
+        200,
+        200,
+      ]);
+      expect(await (await fetch(`${adminUrl}/metrics`)).text()).toMatch(
+        new RegExp(`^http_request_duration_seconds_count\\{[^}]*service="${name}"`, 'm'),
+      );
     }
   });
 
   it('keeps metric route labels of the gateway to a fixed set', async () => {
     const { gatewayAdminUrl } = testStack();
     const text = await (await fetch(`${gatewayAdminUrl}/metrics`)).text();
-    const routes = new Set([...text.matchAll(/http_request_duration_seconds_count\{[^}]*route="([^"]*)"/g)].map((m) => m[1]));
+    const routes = new Set(
+      [...text.matchAll(/http_request_duration_seconds_count\{[^}]*route="([^"]*)"/g)].map((m) => m[1]),
+    );
     expect(routes.size).toBeGreaterThan(0);
     // Requests refused from their head are counted too (the unknown Expect above: 417).
     expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*status="417"/);
@@ -680,7 +845,9 @@ describe('bad input through the gateway', () => {
     const status = await call(contentsUrl(owner, uploadingId), { method: 'HEAD', token });
     expect(status.headers.get('x-upload-state')).toBe('uploading');
     expect(status.headers.get('x-received-ranges')).toBe('0-99');
-    expect((await putPart(owner, uploadingId, token, uploadingData.subarray(100, 300), 'bytes 100-299/300')).status).toBe(201);
+    expect(
+      (await putPart(owner, uploadingId, token, uploadingData.subarray(100, 300), 'bytes 100-299/300')).status,
+    ).toBe(201);
     const done = await call(contentsUrl(owner, uploadingId), { token });
     expect(done.body.equals(uploadingData)).toBe(true);
   });

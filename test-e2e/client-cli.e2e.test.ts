@@ -45,19 +45,27 @@ describe('the content command line and stream uploads against the running system
   it('uploads standard input with `content upload -`, its parts spooled in TMPDIR and gone afterwards', async () => {
     const data = randomBytes(PART_SIZE + 3 * MiB + 1);
     const spool = mkdtempSync(join(dir, 'tmp-'));
-    const up = await cli(['upload', '-', ...base(), '--json'], { env: { CONTENT_TOKEN: token, TMPDIR: spool }, stdin: data });
+    const up = await cli(['upload', '-', ...base(), '--json'], {
+      env: { CONTENT_TOKEN: token, TMPDIR: spool },
+      stdin: data,
+    });
     expect(up.code).toBe(0);
     expect(readdirSync(spool)).toEqual([]);
     const { id } = JSON.parse(up.stdout) as { id: string };
     const out = join(dir, 'stdin-back.bin');
-    const down = await cli(['download', id, out, ...base(), '--sha256', sha256(data), '--json'], { env: { CONTENT_TOKEN: token } });
+    const down = await cli(['download', id, out, ...base(), '--sha256', sha256(data), '--json'], {
+      env: { CONTENT_TOKEN: token },
+    });
     expect(down.code).toBe(0);
     expect(JSON.parse(down.stdout)).toMatchObject({ bytes: data.length, sha256: sha256(data) });
   });
 
   it('removes the spooled parts of standard input when stopped by Ctrl-C', async () => {
     const spool = mkdtempSync(join(dir, 'tmp-'));
-    const run = startCli(['upload', '-', ...base(), '--parallel', '1'], { env: { CONTENT_TOKEN: token, TMPDIR: spool }, stdin: randomBytes(3 * PART_SIZE) });
+    const run = startCli(['upload', '-', ...base(), '--parallel', '1'], {
+      env: { CONTENT_TOKEN: token, TMPDIR: spool },
+      stdin: randomBytes(3 * PART_SIZE),
+    });
     await run.stderrMatches(/upload: [1-9]\d*\/\? bytes/);
     // parts are waiting on disk while the upload runs
     expect(readdirSync(spool).filter((d) => d.startsWith('content-upload-'))).toHaveLength(1);
@@ -91,7 +99,9 @@ describe('the content command line and stream uploads against the running system
       start: k * PART_SIZE,
       end: Math.min((k + 1) * PART_SIZE, data.length) - 1,
     }));
-    const kept = grid.filter((p) => before.received.some((r) => r.start <= p.start && r.end >= p.end)).reduce((n, p) => n + p.end - p.start + 1, 0);
+    const kept = grid
+      .filter((p) => before.received.some((r) => r.start <= p.start && r.end >= p.end))
+      .reduce((n, p) => n + p.end - p.start + 1, 0);
     expect(kept).toBeGreaterThan(0);
     expect(resumed.stderr.split('\n')[0]).toMatch(new RegExp(`^upload: \\d+% ${kept}/${data.length} bytes`));
     const after = JSON.parse((await cli(['status', id, ...base(), '--json'], { env })).stdout);
@@ -127,7 +137,9 @@ describe('the content command line and stream uploads against the running system
     const other = pki.issue('other', root);
     const wrong = await login(user.certPath, other.keyPath, apiKey);
     expect(wrong.code).toBe(3);
-    expect(wrong.stderr).toMatch(/content: the private key does not belong to the certificate\n {2}pass the certificate/);
+    expect(wrong.stderr).toMatch(
+      /content: the private key does not belong to the certificate\n {2}pass the certificate/,
+    );
     const missing = await login(join(dir, 'no-such.pem'), user.keyPath, apiKey);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/no-such\.pem/);

@@ -21,7 +21,13 @@ describe('the content command line, installed', () => {
   const prefix = join(dir, 'global');
   let tarball: string;
   let packed: { path: string; mode: number }[];
-  const env = { ...process.env, ...NO_PROXY_VARS, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+  const env = {
+    ...process.env,
+    ...NO_PROXY_VARS,
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+  };
   const installed = join(prefix, 'bin', 'content');
 
   beforeAll(async () => {
@@ -33,7 +39,11 @@ describe('the content command line, installed', () => {
     packed = listing.map((line) => {
       const fields = line.trim().split(/\s+/);
       const bits = fields[0]!.slice(1);
-      const mode = [0, 3, 6].reduce((m, i) => (m << 3) | ((bits[i] === 'r' ? 4 : 0) | (bits[i + 1] === 'w' ? 2 : 0) | (bits[i + 2] === 'x' ? 1 : 0)), 0);
+      const mode = [0, 3, 6].reduce(
+        (m, i) =>
+          (m << 3) | ((bits[i] === 'r' ? 4 : 0) | (bits[i + 1] === 'w' ? 2 : 0) | (bits[i + 2] === 'x' ? 1 : 0)),
+        0,
+      );
       return { path: fields[fields.length - 1]!.replace(/^package\//, ''), mode };
     });
     await run('npm', ['install', '-g', tarball, '--prefix', prefix], { env });
@@ -42,8 +52,14 @@ describe('the content command line, installed', () => {
 
   it('packs dist (no source maps), README and LICENSE only, with an executable bin that starts with a shebang', async () => {
     const paths = packed.map((f) => f.path);
-    expect(paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p)).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
-    expect(paths).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/generated/openapi.d.ts']));
+    expect(paths.filter((p) => !/^dist\/.+\.(js|d\.ts)$/.test(p)).sort()).toEqual([
+      'LICENSE',
+      'README.md',
+      'package.json',
+    ]);
+    expect(paths).toEqual(
+      expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/generated/openapi.d.ts']),
+    );
     // @cp/protocol travels compiled inside the package (its `#protocol` import): no workspace dependency.
     expect(paths).toEqual(expect.arrayContaining(['dist/protocol/index.js', 'dist/protocol/index.d.ts']));
     expect(packed.find((f) => f.path === 'dist/cli/main.js')!.mode & 0o111).toBe(0o111);
@@ -55,7 +71,12 @@ describe('the content command line, installed', () => {
 
   it('is a publishable package: not private, licensed, with an exports map that has its types', () => {
     const pkg = JSON.parse(readFileSync(join(prefix, 'lib', 'node_modules', manifest.name, 'package.json'), 'utf8'));
-    expect(pkg).toMatchObject({ name: '@cp/client', license: 'MIT', bin: { content: 'dist/cli/main.js' }, exports: { '.': { types: './dist/index.d.ts' } } });
+    expect(pkg).toMatchObject({
+      name: '@cp/client',
+      license: 'MIT',
+      bin: { content: 'dist/cli/main.js' },
+      exports: { '.': { types: './dist/index.d.ts' } },
+    });
     expect(pkg.private).toBeUndefined();
     expect(readFileSync(join(prefix, 'lib', 'node_modules', manifest.name, 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
   });
@@ -70,10 +91,18 @@ describe('the content command line, installed', () => {
     const data = randomBytes(1024 * 1024 + 3);
     const file = join(dir, 'up.bin');
     writeFileSync(file, data);
-    const settings = { ...env, CONTENT_URL: testStack().gatewayUrl, CONTENT_OWNER: owner, CONTENT_TOKEN: await tokenFor([owner]), XDG_CONFIG_HOME: dir };
+    const settings = {
+      ...env,
+      CONTENT_URL: testStack().gatewayUrl,
+      CONTENT_OWNER: owner,
+      CONTENT_TOKEN: await tokenFor([owner]),
+      XDG_CONFIG_HOME: dir,
+    };
     const up = await run(installed, ['upload', file, '--json'], { env: settings });
     const { id } = JSON.parse(up.stdout) as { id: string };
-    const down = await run(installed, ['download', id, join(dir, 'down.bin'), '--sha256', sha256(data), '--json'], { env: settings });
+    const down = await run(installed, ['download', id, join(dir, 'down.bin'), '--sha256', sha256(data), '--json'], {
+      env: settings,
+    });
     expect(JSON.parse(down.stdout)).toMatchObject({ bytes: data.length, sha256: sha256(data) });
   });
 
@@ -90,7 +119,9 @@ describe('the content command line, installed', () => {
 
   it('has no dependency of the workspace, and its types take the protocol from its own copy', async () => {
     const pkg = JSON.parse(readFileSync(join(prefix, 'lib', 'node_modules', manifest.name, 'package.json'), 'utf8'));
-    expect(Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies }).filter((name) => name.startsWith('@cp/'))).toEqual([]);
+    expect(
+      Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies }).filter((name) => name.startsWith('@cp/')),
+    ).toEqual([]);
     // A TypeScript program of the package's users (Node16 resolution) sees PART_SIZE as a number, not `any`.
     const program = join(prefix, 'lib', 'uses-client.ts');
     writeFileSync(
@@ -98,11 +129,23 @@ describe('the content command line, installed', () => {
       "import { PART_SIZE } from '@cp/client';\nconst size: number = PART_SIZE;\n// @ts-expect-error a number is no string\nconst name: string = PART_SIZE;\nexport { size, name };\n",
     );
     const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
-    const options = ['--noEmit', '--strict', '--module', 'node16', '--skipLibCheck', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types')];
+    const options = [
+      '--noEmit',
+      '--strict',
+      '--module',
+      'node16',
+      '--skipLibCheck',
+      '--types',
+      'node',
+      '--typeRoots',
+      join(ROOT, 'node_modules', '@types'),
+    ];
     await run(process.execPath, [tsc, ...options, program], { cwd: join(prefix, 'lib'), env });
   });
 
   it('`pnpm content --version` runs it from the workspace root', async () => {
-    expect((await run('pnpm', ['--silent', 'content', '--version'], { cwd: ROOT, env })).stdout).toBe(`${manifest.version}\n`);
+    expect((await run('pnpm', ['--silent', 'content', '--version'], { cwd: ROOT, env })).stdout).toBe(
+      `${manifest.version}\n`,
+    );
   });
 });

@@ -37,7 +37,9 @@ describe('content behind a proxy', () => {
     const status = await cli(['status', id, ...args], { env: { CONTENT_TOKEN: token, ...env } });
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'ready', total: data.length });
     const out = join(dir, `${id}.bin`);
-    const down = await cli(['download', id, out, ...args, '--sha256', sha256(data)], { env: { CONTENT_TOKEN: token, ...env } });
+    const down = await cli(['download', id, out, ...args, '--sha256', sha256(data)], {
+      env: { CONTENT_TOKEN: token, ...env },
+    });
     expect(down).toMatchObject({ code: 0, stderr: '' });
     expect(sha256(readFileSync(out))).toBe(sha256(data));
   }
@@ -48,7 +50,11 @@ describe('content behind a proxy', () => {
     try {
       await roundTrip(`http://127.0.0.1:${port}`, { [variable]: proxy.url });
       expect(proxy.forwarded).toEqual(
-        expect.arrayContaining([`POST /v1/${owner}/contents`, expect.stringMatching(/^HEAD \/v1\//), expect.stringMatching(/^GET \/v1\//)]),
+        expect.arrayContaining([
+          `POST /v1/${owner}/contents`,
+          expect.stringMatching(/^HEAD \/v1\//),
+          expect.stringMatching(/^GET \/v1\//),
+        ]),
       );
       expect(proxy.tunnels).toEqual([]);
     } finally {
@@ -117,14 +123,21 @@ describe('content behind a proxy', () => {
     }
   });
 
-  it.each([['NO_PROXY'], ['no_proxy']])('goes direct to a host %s names, with HTTP_PROXY and HTTPS_PROXY set', async (variable) => {
-    const proxy = await new CountingProxy({}).start();
-    try {
-      await roundTrip(testStack().gatewayUrl, { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url, [variable]: 'localhost,127.0.0.1' });
-      expect(proxy.forwarded).toEqual([]);
-      expect(proxy.tunnels).toEqual([]);
-    } finally {
-      await proxy.stop();
-    }
-  });
+  it.each([['NO_PROXY'], ['no_proxy']])(
+    'goes direct to a host %s names, with HTTP_PROXY and HTTPS_PROXY set',
+    async (variable) => {
+      const proxy = await new CountingProxy({}).start();
+      try {
+        await roundTrip(testStack().gatewayUrl, {
+          HTTP_PROXY: proxy.url,
+          HTTPS_PROXY: proxy.url,
+          [variable]: 'localhost,127.0.0.1',
+        });
+        expect(proxy.forwarded).toEqual([]);
+        expect(proxy.tunnels).toEqual([]);
+      } finally {
+        await proxy.stop();
+      }
+    },
+  );
 });

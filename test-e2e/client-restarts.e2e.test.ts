@@ -50,7 +50,11 @@ class Restartable {
   }
 
   async start(): Promise<void> {
-    this.handle = await startService(this.name, { port: this.port, env: this.env, logDir: join(testStack().logDir, 'restarts') });
+    this.handle = await startService(this.name, {
+      port: this.port,
+      env: this.env,
+      logDir: join(testStack().logDir, 'restarts'),
+    });
   }
 
   /** kill -9, then after DOWN_MS start it again; resolves once it is ready, with the times. */
@@ -116,7 +120,11 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const id = await uploader.uploadFile(source, { owner }).finally(() => uploader.close());
 
     const notices: RetryNotice[] = [];
-    const c = new ContentClient({ baseUrl: gateway.url, credentials: { kind: 'bearer', token }, onRetry: (n) => notices.push(n) });
+    const c = new ContentClient({
+      baseUrl: gateway.url,
+      credentials: { kind: 'bearer', token },
+      onRetry: (n) => notices.push(n),
+    });
     let restart: Promise<{ killedAt: number; readyAt: number }> | null = null;
     const out = join(dir, 'down.bin');
     try {
@@ -151,7 +159,10 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const data = randomBytes(256 * MiB);
     const file = join(dir, 'up.bin');
     writeFileSync(file, data);
-    const run = startCli(['upload', file, '--owner', owner, '--url', gateway.url, '--parallel', '1', '--retry-for', '1m'], { env: { CONTENT_TOKEN: token } });
+    const run = startCli(
+      ['upload', file, '--owner', owner, '--url', gateway.url, '--parallel', '1', '--retry-for', '1m'],
+      { env: { CONTENT_TOKEN: token } },
+    );
     // The first part created the content; the second is on its way.
     await run.stderrMatches(/upload: 20% /);
     await sleep(150);
@@ -184,7 +195,9 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const data = randomBytes(256 * MiB);
     const file = join(dir, 'up-content.bin');
     writeFileSync(file, data);
-    const run = startCli(['upload', file, '--owner', owner, '--url', gateway.url, '--parallel', '1'], { env: { CONTENT_TOKEN: token } });
+    const run = startCli(['upload', file, '--owner', owner, '--url', gateway.url, '--parallel', '1'], {
+      env: { CONTENT_TOKEN: token },
+    });
     await run.stderrMatches(/upload: 20% /);
     await sleep(150);
     const { killedAt, readyAt } = await content.killAndRestart();
@@ -201,7 +214,10 @@ describe('the client rides out restarts of the gateway, the content-service and 
     const back = join(dir, 'up-content-back.bin');
     const c = new ContentClient({ baseUrl: testStack().gatewayUrl, credentials: { kind: 'bearer', token } });
     try {
-      expect(await c.downloadFile(result.stdout.trim(), back, { owner })).toEqual({ bytes: data.length, sha256: sha256(data) });
+      expect(await c.downloadFile(result.stdout.trim(), back, { owner })).toEqual({
+        bytes: data.length,
+        sha256: sha256(data),
+      });
     } finally {
       c.close();
     }
@@ -223,13 +239,20 @@ describe('the client rides out restarts of the gateway, the content-service and 
     });
 
     it('approves on a restarted auth-service the challenge its killed predecessor issued', async () => {
-      const challenged = await call(`${gateway.url}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, { method: 'POST', body: readFileSync(user.certPath) });
+      const challenged = await call(`${gateway.url}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, {
+        method: 'POST',
+        body: readFileSync(user.certPath),
+      });
       expect(challenged.status).toBe(200);
       const { EncryptedKey, Link } = challenged.json() as { EncryptedKey: string; Link: { Href: string } };
       const rnd = decryptEncryptedKey(EncryptedKey, user);
 
       const { killedAt, readyAt } = await auth.killAndRestart();
-      const approved = await call(`${Link.Href}&apiKey=${apiKey}`, { method: 'POST', body: rnd, headers: { 'content-type': 'application/octet-stream' } });
+      const approved = await call(`${Link.Href}&apiKey=${apiKey}`, {
+        method: 'POST',
+        body: rnd,
+        headers: { 'content-type': 'application/octet-stream' },
+      });
       const approvedAt = Date.now();
       console.log(
         `approve-cert on a restarted auth-service: down ${seconds(readyAt - killedAt)}, approved ${seconds(approvedAt - readyAt)} after it was ready`,
@@ -247,11 +270,19 @@ describe('the client rides out restarts of the gateway, the content-service and 
 
     it('signs in with the library while the auth-service is down, once it is back', async () => {
       const notices: RetryNotice[] = [];
-      const c = new ContentClient({ baseUrl: gateway.url, credentials: { kind: 'bearer', token: '' }, onRetry: (n) => notices.push(n) });
+      const c = new ContentClient({
+        baseUrl: gateway.url,
+        credentials: { kind: 'bearer', token: '' },
+        onRetry: (n) => notices.push(n),
+      });
       try {
         const restart = auth.killAndRestart();
         await sleep(200);
-        const pair = await c.signIn({ certificatePem: readFileSync(user.certPath, 'utf8'), privateKeyPem: readFileSync(user.keyPath, 'utf8'), apiKey });
+        const pair = await c.signIn({
+          certificatePem: readFileSync(user.certPath, 'utf8'),
+          privateKeyPem: readFileSync(user.keyPath, 'utf8'),
+          apiKey,
+        });
         const doneAt = Date.now();
         const { killedAt, readyAt } = await restart;
         console.log(

@@ -159,7 +159,11 @@ describe('the client library against the running system', () => {
       await registerUser(ecUser, [ecOwner]);
       const c = new ContentClient({ baseUrl: testStack().gatewayUrl, credentials: { kind: 'bearer', token: '' } });
       try {
-        const pair = await c.signIn({ certificatePem: readFileSync(ecUser.certPath, 'utf8'), privateKeyPem: readFileSync(ecUser.keyPath, 'utf8'), apiKey });
+        const pair = await c.signIn({
+          certificatePem: readFileSync(ecUser.certPath, 'utf8'),
+          privateKeyPem: readFileSync(ecUser.keyPath, 'utf8'),
+          apiKey,
+        });
         expect(pair.sid).toMatch(/^[0-9A-F]{64}$/);
       } finally {
         c.close();
@@ -214,7 +218,10 @@ describe('the client library against the running system', () => {
     it('refreshes once when a call gets 401, and the call succeeds', async () => {
       // A second session-service replica that hands out sids living one second.
       const stack = testStack();
-      const shortLived = await startService('session-service', { logDir: stack.logDir, env: { ...stack.sessionEnv, SID_TTL_SECONDS: '1', LOG_LEVEL: 'warn' } });
+      const shortLived = await startService('session-service', {
+        logDir: stack.logDir,
+        env: { ...stack.sessionEnv, SID_TTL_SECONDS: '1', LOG_LEVEL: 'warn' },
+      });
       try {
         const created = await postJson(
           `${shortLived.url}/internal/sessions`,
@@ -268,16 +275,26 @@ describe('the client library against the running system', () => {
   });
 });
 
-function postJson(url: string, body: unknown, headers: Record<string, string>): Promise<{ Sid: string; RefreshToken: string }> {
+function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ Sid: string; RefreshToken: string }> {
   return new Promise((resolve, reject) => {
     const data = Buffer.from(JSON.stringify(body));
-    const req = request(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        res.statusCode === 201 ? resolve(JSON.parse(Buffer.concat(chunks).toString())) : reject(new Error(`${res.statusCode} ${Buffer.concat(chunks)}`)),
-      );
-    });
+    const req = request(
+      url,
+      { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': data.length } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 201
+            ? resolve(JSON.parse(Buffer.concat(chunks).toString()))
+            : reject(new Error(`${res.statusCode} ${Buffer.concat(chunks)}`)),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });
@@ -286,10 +303,14 @@ function postJson(url: string, body: unknown, headers: Record<string, string>): 
 /** The `content` command as a user runs it: exit code, stdout, stderr. */
 function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(__dirname, '..', 'libs', 'client', 'dist', 'cli', 'main.js'), ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, CONTENT_TOKEN: '' },
-    });
+    const child = spawn(
+      process.execPath,
+      [join(__dirname, '..', 'libs', 'client', 'dist', 'cli', 'main.js'), ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, CONTENT_TOKEN: '' },
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -306,6 +327,8 @@ function run(cmd: string, args: string[]): Promise<string> {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${out}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${out}`)),
+    );
   });
 }

@@ -32,7 +32,12 @@ describe('request sequences of the official clients, through the gateway', () =>
       return JSON.parse(r.body.toString()).id;
     }
     const first = Math.min(n, MiB);
-    const created = await send('POST', contentsUrl(owner), { ...auth, 'content-range': `bytes 0-${first - 1}/${n}` }, data.subarray(0, first));
+    const created = await send(
+      'POST',
+      contentsUrl(owner),
+      { ...auth, 'content-range': `bytes 0-${first - 1}/${n}` },
+      data.subarray(0, first),
+    );
     expect(created.status).toBe(201);
     const { id } = JSON.parse(created.body.toString());
     let chunkNo = 0;
@@ -40,9 +45,15 @@ describe('request sequences of the official clients, through the gateway', () =>
       const b = Math.min(a + MiB, n) - 1;
       const last = b === n - 1;
       // every third chunk goes chunked, as the C# client sometimes does
-      const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${b}/${n}` }, data.subarray(a, b + 1), {
-        chunked: chunkNo++ % 3 === 1,
-      });
+      const r = await send(
+        'PUT',
+        contentsUrl(owner, id),
+        { ...auth, 'content-range': `bytes ${a}-${b}/${n}` },
+        data.subarray(a, b + 1),
+        {
+          chunked: chunkNo++ % 3 === 1,
+        },
+      );
       expect([last ? 201 : 200, r.body.toString()]).toEqual([r.status, r.body.toString()]);
       expect(JSON.parse(r.body.toString())).toEqual({ id, content: { id }, 'is-completed': last });
     }
@@ -82,28 +93,33 @@ describe('request sequences of the official clients, through the gateway', () =>
   });
 
   describe('the Java client', () => {
-    it.each(SIZES.filter(([, size]) => size <= P))('round-trips %s: one POST, bytes=0-1 for the total, then a GET without Range', async (_name, size) => {
-      const data = randomBytes(size);
-      const created = await send('POST', contentsUrl(owner), auth, data);
-      expect(created.status).toBe(201);
-      const { id } = JSON.parse(created.body.toString());
-      const probe = await send('GET', contentsUrl(owner, id), { ...auth, range: 'bytes=0-1' });
-      if (size === 0) {
-        // nothing to serve a range of; Content-Range still tells the total
-        expect(probe.status).toBe(416);
-        expect(probe.headers['content-range']).toBe('bytes */0');
-      } else {
-        expect(probe.status).toBe(206);
-        expect(parseStrictContentRange(probe.headers['content-range']).total).toBe(size);
-      }
-      const whole = await send('GET', contentsUrl(owner, id), auth);
-      expect(whole.status).toBe(200);
-      expect(sha256(whole.body)).toBe(sha256(data));
-    });
+    it.each(SIZES.filter(([, size]) => size <= P))(
+      'round-trips %s: one POST, bytes=0-1 for the total, then a GET without Range',
+      async (_name, size) => {
+        const data = randomBytes(size);
+        const created = await send('POST', contentsUrl(owner), auth, data);
+        expect(created.status).toBe(201);
+        const { id } = JSON.parse(created.body.toString());
+        const probe = await send('GET', contentsUrl(owner, id), { ...auth, range: 'bytes=0-1' });
+        if (size === 0) {
+          // nothing to serve a range of; Content-Range still tells the total
+          expect(probe.status).toBe(416);
+          expect(probe.headers['content-range']).toBe('bytes */0');
+        } else {
+          expect(probe.status).toBe(206);
+          expect(parseStrictContentRange(probe.headers['content-range']).total).toBe(size);
+        }
+        const whole = await send('GET', contentsUrl(owner, id), auth);
+        expect(whole.status).toBe(200);
+        expect(sha256(whole.body)).toBe(sha256(data));
+      },
+    );
 
     it('sends a whole content chunked, without Content-Length', async () => {
       const data = randomBytes(3 * MiB + 17);
-      const created = await send('POST', contentsUrl(owner), { ...auth, 'content-type': 'application/pdf' }, data, { chunked: true });
+      const created = await send('POST', contentsUrl(owner), { ...auth, 'content-type': 'application/pdf' }, data, {
+        chunked: true,
+      });
       expect(created.status).toBe(201);
       const whole = await send('GET', contentsUrl(owner, JSON.parse(created.body.toString()).id), auth);
       expect(whole.headers['content-type']).toBe('application/pdf');
@@ -120,12 +136,22 @@ describe('request sequences of the official clients, through the gateway', () =>
     it('takes bytes a-b/* until the last request names the total', async () => {
       const n = 5 * MiB + 123;
       const data = randomBytes(n);
-      const created = await send('POST', contentsUrl(owner), { ...auth, 'content-range': `bytes 0-${MiB - 1}/*` }, data.subarray(0, MiB));
+      const created = await send(
+        'POST',
+        contentsUrl(owner),
+        { ...auth, 'content-range': `bytes 0-${MiB - 1}/*` },
+        data.subarray(0, MiB),
+      );
       const { id } = JSON.parse(created.body.toString());
       for (let a = MiB; a < n; a += MiB) {
         const b = Math.min(a + MiB, n) - 1;
         const last = b === n - 1;
-        const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${b}/${last ? n : '*'}` }, data.subarray(a, b + 1));
+        const r = await send(
+          'PUT',
+          contentsUrl(owner, id),
+          { ...auth, 'content-range': `bytes ${a}-${b}/${last ? n : '*'}` },
+          data.subarray(a, b + 1),
+        );
         expect(r.status).toBe(last ? 201 : 200);
       }
       const back = await send('GET', contentsUrl(owner, id), auth);
@@ -148,7 +174,12 @@ describe('request sequences of the official clients, through the gateway', () =>
       }
       const lastIndex = pieces.length - 1;
       const put = (p: Piece, total: number | '*', id?: string) =>
-        send(id ? 'PUT' : 'POST', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${p.a}-${p.b}/${total}` }, data.subarray(p.a, p.b + 1));
+        send(
+          id ? 'PUT' : 'POST',
+          contentsUrl(owner, id),
+          { ...auth, 'content-range': `bytes ${p.a}-${p.b}/${total}` },
+          data.subarray(p.a, p.b + 1),
+        );
       const created = await put(pieces[0]!, '*');
       expect(created.status).toBe(201);
       const { id } = JSON.parse(created.body.toString());
@@ -182,9 +213,10 @@ describe('request sequences of the official clients, through the gateway', () =>
       const stack = testStack();
       const s3 = testS3Client();
       const staged = async (id: string) =>
-        ((await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? []).map(
-          (o) => o.Key!.split('/')[2]!.split('.')[0],
-        );
+        (
+          (await s3.send(new ListObjectsV2Command({ Bucket: `${stack.prefix}-contents`, Prefix: `staging/${id}/` })))
+            .Contents ?? []
+        ).map((o) => o.Key!.split('/')[2]!.split('.')[0]);
       // the content-service's counters, summed over the series whose line has every given label
       const metric = async (name: string, label = '') => {
         const text = await (await fetch(`${stack.services['content-service']!.adminUrl}/metrics`)).text();
@@ -203,10 +235,20 @@ describe('request sequences of the official clients, through the gateway', () =>
         const n = P + 5 * MiB;
         const chunk = 3 * MiB;
         const data = randomBytes(n);
-        const created = await send('POST', contentsUrl(owner), { ...auth, 'content-range': `bytes 0-${chunk - 1}/${n}` }, data.subarray(0, chunk));
+        const created = await send(
+          'POST',
+          contentsUrl(owner),
+          { ...auth, 'content-range': `bytes 0-${chunk - 1}/${n}` },
+          data.subarray(0, chunk),
+        );
         const { id } = JSON.parse(created.body.toString());
         for (let a = chunk; a < n - chunk; a += chunk) {
-          const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${a + chunk - 1}/${n}` }, data.subarray(a, a + chunk));
+          const r = await send(
+            'PUT',
+            contentsUrl(owner, id),
+            { ...auth, 'content-range': `bytes ${a}-${a + chunk - 1}/${n}` },
+            data.subarray(a, a + chunk),
+          );
           expect(r.status).toBe(200);
         }
         // part 1 is covered and assembled (after the answer of the chunk that covered it): only the
@@ -214,14 +256,21 @@ describe('request sequences of the official clients, through the gateway', () =>
         const deadline = Date.now() + 15_000;
         while (Date.now() < deadline && (await staged(id)).length > 1) await new Promise((r) => setTimeout(r, 100));
         expect(await staged(id)).toEqual([`${21 * chunk}-${22 * chunk - 1}`]);
-        const last = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${n - chunk}-${n - 1}/${n}` }, data.subarray(n - chunk));
+        const last = await send(
+          'PUT',
+          contentsUrl(owner, id),
+          { ...auth, 'content-range': `bytes ${n - chunk}-${n - 1}/${n}` },
+          data.subarray(n - chunk),
+        );
         expect(last.status).toBe(201);
         expect(await staged(id)).toEqual([]);
         const back = await send('GET', contentsUrl(owner, id), auth);
         expect(sha256(back.body)).toBe(sha256(data));
         // 23 pieces staged, 2 parts assembled, 1 content completed (other tests may add to them meanwhile)
         expect((await metric('content_pieces_staged_total')) - before.staged).toBeGreaterThanOrEqual(23);
-        expect((await metric('content_parts_stored_total', 'via="assembled"')) - before.assembled).toBeGreaterThanOrEqual(2);
+        expect(
+          (await metric('content_parts_stored_total', 'via="assembled"')) - before.assembled,
+        ).toBeGreaterThanOrEqual(2);
         expect((await metric('content_uploads_completed_total')) - before.completed).toBeGreaterThanOrEqual(1);
       } finally {
         s3.destroy();
@@ -231,23 +280,44 @@ describe('request sequences of the official clients, through the gateway', () =>
     it('accepts a part re-sent after the first attempt was cut off', async () => {
       const n = 3 * MiB;
       const data = randomBytes(n);
-      const created = await send('POST', contentsUrl(owner), { ...auth, 'content-range': `bytes 0-${MiB - 1}/${n}` }, data.subarray(0, MiB));
+      const created = await send(
+        'POST',
+        contentsUrl(owner),
+        { ...auth, 'content-range': `bytes 0-${MiB - 1}/${n}` },
+        data.subarray(0, MiB),
+      );
       const { id } = JSON.parse(created.body.toString());
       // a body cut short (the connection drops mid-part) is refused and leaves nothing
-      const cut = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${MiB}-${2 * MiB - 1}/${n}` }, data.subarray(MiB, MiB + 1000), {
-        chunked: true,
-      });
+      const cut = await send(
+        'PUT',
+        contentsUrl(owner, id),
+        { ...auth, 'content-range': `bytes ${MiB}-${2 * MiB - 1}/${n}` },
+        data.subarray(MiB, MiB + 1000),
+        {
+          chunked: true,
+        },
+      );
       expect(cut.status).toBe(400);
       const status = await send('HEAD', contentsUrl(owner, id), auth);
       expect(status.headers['x-received-ranges']).toBe(`0-${MiB - 1}`);
       for (const a of [MiB, MiB, 2 * MiB]) {
-        const r = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${a}-${a + MiB - 1}/${n}` }, data.subarray(a, a + MiB));
+        const r = await send(
+          'PUT',
+          contentsUrl(owner, id),
+          { ...auth, 'content-range': `bytes ${a}-${a + MiB - 1}/${n}` },
+          data.subarray(a, a + MiB),
+        );
         expect([200, 201]).toContain(r.status);
       }
       const back = await send('GET', contentsUrl(owner, id), auth);
       expect(sha256(back.body)).toBe(sha256(data));
       // the content is ready: the same bytes again are a harmless retry
-      const again = await send('PUT', contentsUrl(owner, id), { ...auth, 'content-range': `bytes ${MiB}-${2 * MiB - 1}/${n}` }, data.subarray(MiB, 2 * MiB));
+      const again = await send(
+        'PUT',
+        contentsUrl(owner, id),
+        { ...auth, 'content-range': `bytes ${MiB}-${2 * MiB - 1}/${n}` },
+        data.subarray(MiB, 2 * MiB),
+      );
       expect(again.status).toBe(200);
     });
   });

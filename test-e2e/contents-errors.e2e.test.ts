@@ -15,9 +15,14 @@ describe('errors on /v1', () => {
   let readyId: string;
   let uploadingId: string;
 
-  const expectError = (answer: { status: number; headers: Headers | Record<string, string>; body: Buffer | string }, status: number, code?: string) => {
+  const expectError = (
+    answer: { status: number; headers: Headers | Record<string, string>; body: Buffer | string },
+    status: number,
+    code?: string,
+  ) => {
     expect(answer.status).toBe(status);
-    const contentType = answer.headers instanceof Headers ? answer.headers.get('content-type') : answer.headers['content-type'];
+    const contentType =
+      answer.headers instanceof Headers ? answer.headers.get('content-type') : answer.headers['content-type'];
     expect(contentType).toBe('application/json; charset=utf-8');
     const body = JSON.parse(answer.body.toString());
     expect(Object.keys(body).sort()).toEqual(['id', 'message', 'status-code', 'track-id']);
@@ -66,7 +71,11 @@ describe('errors on /v1', () => {
       expectError(await putPart(owner, uploadingId, token, randomBytes(100), 'bytes 250-349/*'), 400, 'rangePastTotal');
     });
     it('rejects a body whose length differs from the range', async () => {
-      expectError(await putPart(owner, uploadingId, token, randomBytes(50), 'bytes 100-199/300'), 400, 'bodyLengthMismatch');
+      expectError(
+        await putPart(owner, uploadingId, token, randomBytes(50), 'bytes 100-199/300'),
+        400,
+        'bodyLengthMismatch',
+      );
       // chunked: the length is only known at the end of the body
       const { gatewayUrl } = testStack();
       const host = new URL(gatewayUrl).host;
@@ -83,10 +92,18 @@ describe('errors on /v1', () => {
     });
     it('rejects ids that are not UUIDs', async () => {
       expectError(await download(owner, 'not-a-uuid', token), 400, 'invalidId');
-      expectError(await call(`${testStack().gatewayUrl}/v1/12345/contents`, { method: 'POST', body: 'x', token }), 400, 'invalidId');
+      expectError(
+        await call(`${testStack().gatewayUrl}/v1/12345/contents`, { method: 'POST', body: 'x', token }),
+        400,
+        'invalidId',
+      );
       // a segment that cannot be percent-decoded at all
       expectError(await call(`${testStack().gatewayUrl}/v1/${owner}/contents/%E0%A4%A`, { token }), 400, 'invalidId');
-      expectError(await call(`${testStack().gatewayUrl}/v1/%E0%A4%A/contents`, { method: 'POST', body: 'x', token }), 400, 'invalidId');
+      expectError(
+        await call(`${testStack().gatewayUrl}/v1/%E0%A4%A/contents`, { method: 'POST', body: 'x', token }),
+        400,
+        'invalidId',
+      );
     });
     it('rejects a malformed Range on download', async () => {
       expectError(await download(owner, readyId, token, 'bytes=abc'), 400, 'invalidRange');
@@ -102,13 +119,29 @@ describe('errors on /v1', () => {
       }
       expectError(await download(owner, readyId, 'not.a.jwt'), 401, 'invalidToken');
       expectError(await download(owner, readyId, await tokenFor([owner], { ttlSeconds: -300 })), 401, 'invalidToken');
-      expectError(await download(owner, readyId, await tokenFor([owner], { notBefore: Math.floor(Date.now() / 1000) + 600 })), 401, 'invalidToken');
-      expectError(await download(owner, readyId, await tokenFor([owner], { audience: 'someone-else' })), 401, 'invalidToken');
-      expectError(await download(owner, readyId, await tokenFor([owner], { issuer: 'https://elsewhere.example' })), 401, 'invalidToken');
+      expectError(
+        await download(owner, readyId, await tokenFor([owner], { notBefore: Math.floor(Date.now() / 1000) + 600 })),
+        401,
+        'invalidToken',
+      );
+      expectError(
+        await download(owner, readyId, await tokenFor([owner], { audience: 'someone-else' })),
+        401,
+        'invalidToken',
+      );
+      expectError(
+        await download(owner, readyId, await tokenFor([owner], { issuer: 'https://elsewhere.example' })),
+        401,
+        'invalidToken',
+      );
       const foreign = await new DevKeys(mkdtempSync(join(tmpdir(), 'foreign-keys-'))).mint({ owners: [owner] });
       expectError(await download(owner, readyId, foreign), 401, 'invalidToken');
       // and nothing is written with bad credentials
-      expectError(await putPart(owner, uploadingId, 'not.a.jwt', randomBytes(100), 'bytes 100-199/300'), 401, 'invalidToken');
+      expectError(
+        await putPart(owner, uploadingId, 'not.a.jwt', randomBytes(100), 'bytes 100-199/300'),
+        401,
+        'invalidToken',
+      );
     });
   });
 
@@ -117,17 +150,29 @@ describe('errors on /v1', () => {
       const stranger = newOwner();
       const strangerToken = await tokenFor([stranger]);
       expectError(await download(owner, readyId, strangerToken), 403, 'ownerForbidden');
-      expectError(await putPart(owner, uploadingId, strangerToken, randomBytes(100), 'bytes 100-199/300'), 403, 'ownerForbidden');
+      expectError(
+        await putPart(owner, uploadingId, strangerToken, randomBytes(100), 'bytes 100-199/300'),
+        403,
+        'ownerForbidden',
+      );
       expectError(await postPart(owner, strangerToken, randomBytes(10), null), 403, 'ownerForbidden');
       expectError(await download(stranger, readyId, strangerToken), 404, 'contentNotFound');
-      expectError(await putPart(stranger, uploadingId, strangerToken, randomBytes(100), 'bytes 100-199/300'), 404, 'contentNotFound');
+      expectError(
+        await putPart(stranger, uploadingId, strangerToken, randomBytes(100), 'bytes 100-199/300'),
+        404,
+        'contentNotFound',
+      );
       expectError(await download(owner, randomUUID(), token), 404, 'contentNotFound');
     });
   });
 
   describe('409', () => {
     it('refuses a total different from the declared one', async () => {
-      expectError(await putPart(owner, uploadingId, token, randomBytes(100), 'bytes 100-199/400'), 409, 'totalConflict');
+      expectError(
+        await putPart(owner, uploadingId, token, randomBytes(100), 'bytes 100-199/400'),
+        409,
+        'totalConflict',
+      );
     });
     it('refuses to download an unfinished content', async () => {
       expectError(await download(owner, uploadingId, token), 409, 'contentNotReady');
@@ -166,8 +211,16 @@ describe('errors on /v1', () => {
         randomBytes(1024),
       );
       expectError(oneShot, 413, 'partTooLarge');
-      expectError(await postPart(owner, token, randomBytes(10), `bytes 0-9/${30 * 2 ** 30 + 1}`), 413, 'contentTooLarge');
-      expectError(await putPart(owner, uploadingId, token, randomBytes(10), `bytes ${30 * 2 ** 30}-${30 * 2 ** 30 + 9}/*`), 413, 'contentTooLarge');
+      expectError(
+        await postPart(owner, token, randomBytes(10), `bytes 0-9/${30 * 2 ** 30 + 1}`),
+        413,
+        'contentTooLarge',
+      );
+      expectError(
+        await putPart(owner, uploadingId, token, randomBytes(10), `bytes ${30 * 2 ** 30}-${30 * 2 ** 30 + 9}/*`),
+        413,
+        'contentTooLarge',
+      );
     });
     it('answers 416 with the total for a range past the end', async () => {
       const r = await download(owner, readyId, token, 'bytes=1000-');
@@ -198,7 +251,10 @@ describe('errors on /v1', () => {
         expect((await fetch(`${service.adminUrl}/readyz`)).status).toBe(200);
         const deps = await fetch(`${service.adminUrl}/healthz/deps`);
         expect(deps.status).toBe(503);
-        expect(((await deps.json()) as { checks: Record<string, string> }).checks).toEqual({ redis: 'ok', s3: 'unavailable' });
+        expect(((await deps.json()) as { checks: Record<string, string> }).checks).toEqual({
+          redis: 'ok',
+          s3: 'unavailable',
+        });
         const r = await call(`${service.url}/v1/${owner}/contents`, { method: 'POST', body: randomBytes(100), token });
         expectError(r, 503, 'storageUnavailable');
         expect(r.headers.get('retry-after')).toBeTruthy();

@@ -49,7 +49,12 @@ describe('the record of a finished content', () => {
     counter = connectRedis(redisUrl, createLogger({ service: 'test', level: 'silent' }));
     const prefix = `rec${Date.now().toString(36)}`;
     bucket = `${prefix}-contents`;
-    stack = await startStack({ prefix, logDir: join(dir, 'logs'), keysDir: testStack().keysDir, contentEnv: { REDIS_URL: redisUrl, LOG_LEVEL: 'warn' } });
+    stack = await startStack({
+      prefix,
+      logDir: join(dir, 'logs'),
+      keysDir: testStack().keysDir,
+      contentEnv: { REDIS_URL: redisUrl, LOG_LEVEL: 'warn' },
+    });
     token = await tokenFor([owner]);
     for (let i = 0; i < 50 && !counter.isReady; i++) await new Promise((r) => setTimeout(r, 100));
   }, 120_000);
@@ -72,19 +77,28 @@ describe('the record of a finished content', () => {
     }
     for (const { id, bytes } of stored) {
       const whole = await call(url(id), { token });
-      expect(`${whole.status} ${sha256(whole.body)} ${whole.headers.get('content-type')}`).toBe(`200 ${sha256(bytes)} text/plain`);
+      expect(`${whole.status} ${sha256(whole.body)} ${whole.headers.get('content-type')}`).toBe(
+        `200 ${sha256(bytes)} text/plain`,
+      );
       const ranged = await call(url(id), { token, headers: { range: 'bytes=100-199' } });
       expect(ranged.status).toBe(206);
       expect(ranged.body.equals(bytes.subarray(100, 200))).toBe(true);
       const head = await call(url(id), { method: 'HEAD', token });
-      expect(`${head.status} ${head.headers.get('x-upload-state')} ${head.headers.get('content-length')}`).toBe(`200 ready ${bytes.length}`);
+      expect(`${head.status} ${head.headers.get('x-upload-state')} ${head.headers.get('content-length')}`).toBe(
+        `200 ready ${bytes.length}`,
+      );
     }
     expect(await calls()).toEqual({});
   });
 
   it('counts the calls of an unfinished upload (the counters see this service), and of its miss path', async () => {
     await calls();
-    const r = await call(url(), { method: 'POST', body: randomBytes(10), token, headers: { 'content-range': 'bytes 0-9/20' } });
+    const r = await call(url(), {
+      method: 'POST',
+      body: randomBytes(10),
+      token,
+      headers: { 'content-range': 'bytes 0-9/20' },
+    });
     expect(r.status).toBe(201);
     const upload = await calls();
     expect(Object.values(upload).reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
@@ -100,11 +114,20 @@ describe('the record of a finished content', () => {
     const id = randomUUID();
     const bytes = randomBytes(3000);
     // As earlier versions stored a one-shot content: the object with its Content-Type, nothing else.
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `contents/${owner}/${id}`, Body: bytes, ContentType: 'application/pdf' }));
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: `contents/${owner}/${id}`,
+        Body: bytes,
+        ContentType: 'application/pdf',
+      }),
+    );
     s3.destroy();
     await calls();
     const whole = await call(url(id), { token });
-    expect(`${whole.status} ${sha256(whole.body)} ${whole.headers.get('content-type')}`).toBe(`200 ${sha256(bytes)} application/pdf`);
+    expect(`${whole.status} ${sha256(whole.body)} ${whole.headers.get('content-type')}`).toBe(
+      `200 ${sha256(bytes)} application/pdf`,
+    );
     const head = await call(url(id), { method: 'HEAD', token });
     expect(`${head.status} ${head.headers.get('x-content-total')}`).toBe('200 3000');
     expect(await calls()).toEqual({});

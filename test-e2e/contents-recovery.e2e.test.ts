@@ -35,7 +35,11 @@ describe('a content-service killed in the middle of an upload', () => {
 
   /** A content-service replica on `port` (a short sweep interval, so the sweep after recovery comes soon). */
   async function contentService(port: number): Promise<ServiceHandle> {
-    const handle = await startService('content-service', { port, env: contentReplicaEnv({ SWEEP_INTERVAL_SECONDS: '2' }), logDir });
+    const handle = await startService('content-service', {
+      port,
+      env: contentReplicaEnv({ SWEEP_INTERVAL_SECONDS: '2' }),
+      logDir,
+    });
     started.push(handle);
     return handle;
   }
@@ -57,15 +61,38 @@ describe('a content-service killed in the middle of an upload', () => {
 
   const url = (gateway: ServiceHandle, id?: string) => `${gateway.url}/v1/${owner}/contents${id ? `/${id}` : ''}`;
 
-  const send = (gateway: ServiceHandle, method: 'POST' | 'PUT', id: string | undefined, data: Buffer, a: number, b: number) =>
-    call(url(gateway, id), { method, body: data.subarray(a, b), headers: { 'content-range': rangeOf(a, b, data.length) }, token });
+  const send = (
+    gateway: ServiceHandle,
+    method: 'POST' | 'PUT',
+    id: string | undefined,
+    data: Buffer,
+    a: number,
+    b: number,
+  ) =>
+    call(url(gateway, id), {
+      method,
+      body: data.subarray(a, b),
+      headers: { 'content-range': rangeOf(a, b, data.length) },
+      token,
+    });
 
   /** Sends [a, b) slowly in 1 MiB writes; resolves once `sentBeforeKill` bytes are out (the rest follows unless the server dies). */
-  async function slowPut(gateway: ServiceHandle, id: string, data: Buffer, a: number, b: number, sentBeforeKill: number): Promise<void> {
+  async function slowPut(
+    gateway: ServiceHandle,
+    id: string,
+    data: Buffer,
+    a: number,
+    b: number,
+    sentBeforeKill: number,
+  ): Promise<void> {
     const req = request(url(gateway, id), {
       method: 'PUT',
       agent: false,
-      headers: { authorization: `Bearer ${token}`, 'content-range': rangeOf(a, b, data.length), 'content-length': String(b - a) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-range': rangeOf(a, b, data.length),
+        'content-length': String(b - a),
+      },
     });
     req.on('error', () => undefined); // the server is killed under it
     req.on('response', (res) => res.resume());
@@ -79,10 +106,19 @@ describe('a content-service killed in the middle of an upload', () => {
    * A resuming client with plain fetch: asks HEAD what was received, sends the missing cells of
    * its grid (`cell` bytes each), retries whatever fails, until the content is ready.
    */
-  async function resume(gateway: ServiceHandle, id: string, data: Buffer, cell: number, deadlineMs: number): Promise<void> {
+  async function resume(
+    gateway: ServiceHandle,
+    id: string,
+    data: Buffer,
+    cell: number,
+    deadlineMs: number,
+  ): Promise<void> {
     const deadline = Date.now() + deadlineMs;
     while (Date.now() < deadline) {
-      const head = await fetch(url(gateway, id), { method: 'HEAD', headers: { authorization: `Bearer ${token}` } }).catch(() => null);
+      const head = await fetch(url(gateway, id), {
+        method: 'HEAD',
+        headers: { authorization: `Bearer ${token}` },
+      }).catch(() => null);
       if (head?.status === 200 && head.headers.get('x-upload-state') === 'ready') return;
       if (head?.status !== 200) {
         await sleep(250);
@@ -94,7 +130,8 @@ describe('a content-service killed in the middle of an upload', () => {
         .map((r) => r.split('-').map(Number) as [number, number]);
       const covered = (a: number, b: number) => received.some(([x, y]) => x <= a && b - 1 <= y);
       const missing: [number, number][] = [];
-      for (let a = 0; a < data.length; a += cell) if (!covered(a, Math.min(a + cell, data.length))) missing.push([a, Math.min(a + cell, data.length)]);
+      for (let a = 0; a < data.length; a += cell)
+        if (!covered(a, Math.min(a + cell, data.length))) missing.push([a, Math.min(a + cell, data.length)]);
       let next = 0;
       let done = false;
       await Promise.all(
@@ -238,7 +275,10 @@ describe('a content-service killed in the middle of an upload', () => {
     }
     await resume(viaB, id, data, P, 60_000);
     const readyAt = Date.now();
-    report('kill -9 of one of two replicas mid part', { 'part taken over after kill': takenOverAt - killedAt, 'complete after kill': readyAt - killedAt });
+    report('kill -9 of one of two replicas mid part', {
+      'part taken over after kill': takenOverAt - killedAt,
+      'complete after kill': readyAt - killedAt,
+    });
     expect(refusals).toBeGreaterThan(0);
     expect(takenOverAt - killedAt).toBeLessThan(TAKEOVER_MS);
     await expectSame(viaB, id, data);

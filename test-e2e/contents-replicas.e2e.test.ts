@@ -28,7 +28,8 @@ describe('two content-service replicas', () => {
     await Promise.all(replicas.map((r) => r.stop('SIGTERM')));
   });
 
-  const url = (replica: number, id?: string) => `${replicas[replica % 2]!.url}/v1/${owner}/contents${id ? `/${id}` : ''}`;
+  const url = (replica: number, id?: string) =>
+    `${replicas[replica % 2]!.url}/v1/${owner}/contents${id ? `/${id}` : ''}`;
 
   /** Sends a range; a 503 (a part being assembled, the content busy) is retried after its Retry-After, as clients do. */
   async function send(
@@ -41,14 +42,20 @@ describe('two content-service replicas', () => {
     total: number | '*',
   ): Promise<Answer> {
     for (let attempt = 0; ; attempt++) {
-      const res = await call(url(replica, id), { method, body: data.subarray(a, b), headers: { 'content-range': rangeOf(a, b, total) }, token });
+      const res = await call(url(replica, id), {
+        method,
+        body: data.subarray(a, b),
+        headers: { 'content-range': rangeOf(a, b, total) },
+        token,
+      });
       if (res.status !== 503 || attempt === 20) return res;
       await new Promise((r) => setTimeout(r, 100 * Number(res.headers.get('retry-after') ?? 1)));
     }
   }
 
   const staged = async (id: string) =>
-    (await s3.send(new ListObjectsV2Command({ Bucket: `${testStack().prefix}-contents`, Prefix: `staging/${id}/` }))).Contents ?? [];
+    (await s3.send(new ListObjectsV2Command({ Bucket: `${testStack().prefix}-contents`, Prefix: `staging/${id}/` })))
+      .Contents ?? [];
 
   it('take the 1 MiB chunks of one content in turns, 8 in flight, with every fifth sent to both at once, and complete it exactly once', async () => {
     const n = P + 24 * MiB + 7;
@@ -90,7 +97,10 @@ describe('two content-service replicas', () => {
       const data = randomBytes(n);
       const created = await send(round, 'POST', undefined, data, 0, MiB, n);
       const { id } = created.json();
-      const [first, second] = await Promise.all([send(round, 'PUT', id, data, MiB, 2 * MiB, n), send(round + 1, 'PUT', id, data, 2 * MiB, n, n)]);
+      const [first, second] = await Promise.all([
+        send(round, 'PUT', id, data, MiB, 2 * MiB, n),
+        send(round + 1, 'PUT', id, data, 2 * MiB, n, n),
+      ]);
       expect([first.status, second.status].sort()).toEqual([200, 201]);
       const back = await call(url(round + 1, id), { token });
       expect(sha256(back.body)).toBe(sha256(data));

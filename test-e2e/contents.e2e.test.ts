@@ -130,7 +130,10 @@ describe('contents through the gateway', () => {
       const created = await postPart(owner, token, tail, rangeOf(2 * P, total, total));
       expect(created.status).toBe(201);
       const id = created.json().id;
-      const answers = await Promise.all([putPart(owner, id, token, part1, rangeOf(0, P, total)), putPart(owner, id, token, part2, rangeOf(P, 2 * P, total))]);
+      const answers = await Promise.all([
+        putPart(owner, id, token, part1, rangeOf(0, P, total)),
+        putPart(owner, id, token, part2, rangeOf(P, 2 * P, total)),
+      ]);
       const statuses = answers.map((a) => a.status).sort();
       expect(statuses).toEqual([200, 201]);
       expect(answers.filter((a) => a.json()['is-completed'] === true).length).toBeGreaterThanOrEqual(1);
@@ -161,7 +164,9 @@ describe('contents through the gateway', () => {
     expect(hidden.body.toString()).not.toContain(owner);
     const unknown = await download(other, randomUUID(), otherToken);
     expect(unknown.status).toBe(404);
-    expect(hidden.json().message.replace(id, '')).toBe(unknown.json().message.replace(/[0-9a-f-]{36}(?=.*of owner)/, ''));
+    expect(hidden.json().message.replace(id, '')).toBe(
+      unknown.json().message.replace(/[0-9a-f-]{36}(?=.*of owner)/, ''),
+    );
     const write = await putPart(other, id, otherToken, randomBytes(100), 'bytes 0-99/100');
     expect(write.status).toBe(404);
   });

@@ -48,7 +48,9 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     const from = exchanges.length;
     await calls();
     const mine = exchanges.slice(from);
-    const findings = mine.flatMap((e) => contract.check(e).map((problem) => `${e.method} ${new URL(e.url).pathname} → ${e.status}: ${problem}`));
+    const findings = mine.flatMap((e) =>
+      contract.check(e).map((problem) => `${e.method} ${new URL(e.url).pathname} → ${e.status}: ${problem}`),
+    );
     expect(findings).toEqual([]);
     return mine.map((e) => `${contract.operationFor(e.method, new URL(e.url).pathname)?.operationId} ${e.status}`);
   }
@@ -63,16 +65,24 @@ describe('the API contract (openapi.yaml) against the running system', () => {
       await postPart(owner, token, randomBytes(10), 'bytes 9-1/10');
       await postPart(owner, token, randomBytes(10), null, 'not a media type');
       await postPart(owner, '', randomBytes(10), null);
-      await call(contentsUrl(owner), { method: 'POST', body: randomBytes(10), headers: { authorization: 'Bearer not.a.jwt' } });
+      await call(contentsUrl(owner), {
+        method: 'POST',
+        body: randomBytes(10),
+        headers: { authorization: 'Bearer not.a.jwt' },
+      });
       await postPart(owner, otherToken, randomBytes(10), null);
-      await rawRequest(`POST /v1/${owner}/contents HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nContent-Range: bytes 0-9/10\nConnection: close`);
+      await rawRequest(
+        `POST /v1/${owner}/contents HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nContent-Range: bytes 0-9/10\nConnection: close`,
+      );
       await rawRequest(
         `POST /v1/${owner}/contents HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nContent-Length: ${P + 1}\nConnection: close`,
         randomBytes(1024),
       );
       await postPart(owner, token, randomBytes(10), `bytes 0-9/${GiB30 + 1}`);
     });
-    expect(new Set(got)).toEqual(new Set(['Upload 201', 'Upload 400', 'Upload 401', 'Upload 403', 'Upload 411', 'Upload 413']));
+    expect(new Set(got)).toEqual(
+      new Set(['Upload 201', 'Upload 400', 'Upload 401', 'Upload 403', 'Upload 411', 'Upload 413']),
+    );
   });
 
   it('UploadByParts (PUT): 200, 201, 400, 401, 403, 404, 409, 411, 413', async () => {
@@ -93,13 +103,20 @@ describe('the API contract (openapi.yaml) against the running system', () => {
       await putPart(owner, open, token, randomBytes(10), `bytes ${GiB30}-${GiB30 + 9}/*`);
     });
     expect(new Set(got)).toEqual(
-      new Set(['Upload 201', 'UploadByParts 200', 'UploadByParts 201', ...[400, 401, 403, 404, 409, 411, 413].map((s) => `UploadByParts ${s}`)]),
+      new Set([
+        'Upload 201',
+        'UploadByParts 200',
+        'UploadByParts 201',
+        ...[400, 401, 403, 404, 409, 411, 413].map((s) => `UploadByParts ${s}`),
+      ]),
     );
   });
 
   it('Download (GET): 200, 206, 400, 401, 403, 404, 409, 416; UploadStatus (HEAD): 200, 400, 401, 403, 404', async () => {
     const got = await conforming(async () => {
-      const { id: ready } = (await postPart(owner, token, randomBytes(100), null, 'application/pdf')).json() as { id: string };
+      const { id: ready } = (await postPart(owner, token, randomBytes(100), null, 'application/pdf')).json() as {
+        id: string;
+      };
       const { id: open } = (await postPart(owner, token, randomBytes(10), 'bytes 0-9/30')).json() as { id: string };
       await download(owner, ready, token);
       await download(owner, ready, token, 'bytes 0-9/100');
@@ -168,20 +185,35 @@ describe('the API contract (openapi.yaml) against the running system', () => {
         await refresh(next.json().Sid, randomBytes(32).toString('base64url'), apiKey);
       });
       expect(new Set(got)).toEqual(
-        new Set(['AuthenticateByCert 200', ...[200, 400, 403, 413].map((s) => `ApproveCert ${s}`), ...[200, 400, 403].map((s) => `RefreshSession ${s}`)]),
+        new Set([
+          'AuthenticateByCert 200',
+          ...[200, 400, 403, 413].map((s) => `ApproveCert ${s}`),
+          ...[200, 400, 403].map((s) => `RefreshSession ${s}`),
+        ]),
       );
     });
 
     it('AuthenticateByCert, ApproveCert and RefreshSession: 429 over the rate limit', async () => {
-      const limits = { RATE_LIMIT_ENABLED: 'true', RATE_LIMIT_PER_KEY_POINTS: '1', RATE_LIMIT_PER_KEY_SECONDS: '60', LOG_LEVEL: 'warn' };
+      const limits = {
+        RATE_LIMIT_ENABLED: 'true',
+        RATE_LIMIT_PER_KEY_POINTS: '1',
+        RATE_LIMIT_PER_KEY_SECONDS: '60',
+        LOG_LEVEL: 'warn',
+      };
       const gw = await startFront('contract-limits', limits, started);
       const got = await conforming(async () => {
         const limited = await newApiKey();
         const q = `apiKey=${limited}`;
         for (let i = 0; i < 3; i++) {
           await call(`${gw.url}/auth/v5.13/authenticate-by-cert?${q}`, { method: 'POST', body: 'not a certificate' });
-          await call(`${gw.url}/auth/v5.13/approve-cert?thumbprint=${user.thumbprint}&${q}`, { method: 'POST', body: randomBytes(48) });
-          await call(`${gw.url}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=${limited}`, { method: 'POST' });
+          await call(`${gw.url}/auth/v5.13/approve-cert?thumbprint=${user.thumbprint}&${q}`, {
+            method: 'POST',
+            body: randomBytes(48),
+          });
+          await call(
+            `${gw.url}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=${limited}`,
+            { method: 'POST' },
+          );
         }
       });
       expect(got).toEqual(expect.arrayContaining(['AuthenticateByCert 429', 'ApproveCert 429', 'RefreshSession 429']));
@@ -213,43 +245,72 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     const gw = await startService('gateway', {
       logDir: join(testStack().logDir, 'contract-slow'),
       readyPath: '/healthz',
-      env: { LOG_LEVEL: 'error', UPSTREAM_TIMEOUT_MS: '1000', CONTENT_SERVICE_URL: hold, AUTH_SERVICE_URL: hold, SESSION_SERVICE_URL: hold },
+      env: {
+        LOG_LEVEL: 'error',
+        UPSTREAM_TIMEOUT_MS: '1000',
+        CONTENT_SERVICE_URL: hold,
+        AUTH_SERVICE_URL: hold,
+        SESSION_SERVICE_URL: hold,
+      },
     });
     started.push(gw);
     const got = await conforming(() => everyOperation(gw.url));
     expect(new Set(got)).toEqual(new Set(OPERATIONS.map((o) => `${o} 504`)));
   });
 
-  const OPERATIONS = ['Upload', 'UploadByParts', 'Download', 'UploadStatus', 'AuthenticateByCert', 'ApproveCert', 'RefreshSession'];
+  const OPERATIONS = [
+    'Upload',
+    'UploadByParts',
+    'Download',
+    'UploadStatus',
+    'AuthenticateByCert',
+    'ApproveCert',
+    'RefreshSession',
+  ];
   /** One call of each /v1, /auth and /sessions operation against `gateway`. */
   async function everyOperation(gateway: string): Promise<void> {
     const v1 = `${gateway}/v1/${owner}/contents`;
     const id = randomUUID();
     const auth = { authorization: `Bearer ${token}` };
     await call(v1, { method: 'POST', body: randomBytes(10), headers: auth });
-    await call(`${v1}/${id}`, { method: 'PUT', body: randomBytes(10), headers: { ...auth, 'content-range': 'bytes 0-9/10' } });
+    await call(`${v1}/${id}`, {
+      method: 'PUT',
+      body: randomBytes(10),
+      headers: { ...auth, 'content-range': 'bytes 0-9/10' },
+    });
     await call(`${v1}/${id}`, { headers: auth });
     await call(`${v1}/${id}`, { method: 'HEAD', headers: auth });
     await call(`${gateway}/auth/v5.13/authenticate-by-cert?apiKey=k`, { method: 'POST', body: 'cert' });
-    await call(`${gateway}/auth/v5.13/approve-cert?thumbprint=${'A'.repeat(40)}&apiKey=k`, { method: 'POST', body: randomBytes(48) });
-    await call(`${gateway}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=k`, { method: 'POST' });
+    await call(`${gateway}/auth/v5.13/approve-cert?thumbprint=${'A'.repeat(40)}&apiKey=k`, {
+      method: 'POST',
+      body: randomBytes(48),
+    });
+    await call(`${gateway}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=k`, {
+      method: 'POST',
+    });
   }
 
   it('the gateway’s own operations: health, the description (YAML and JSON) and its reference page', async () => {
     const got = await conforming(async () => {
-      for (const path of ['/healthz', '/openapi.yaml', '/openapi.json', '/docs']) await call(`${testStack().gatewayUrl}${path}`);
+      for (const path of ['/healthz', '/openapi.yaml', '/openapi.json', '/docs'])
+        await call(`${testStack().gatewayUrl}${path}`);
     });
-    expect(new Set(got)).toEqual(new Set(['Health 200', 'ApiDescription 200', 'ApiDescriptionJson 200', 'ApiReference 200']));
+    expect(new Set(got)).toEqual(
+      new Set(['Health 200', 'ApiDescription 200', 'ApiDescriptionJson 200', 'ApiReference 200']),
+    );
   });
 
   it('exercised every /v1, /auth and /sessions operation (and prints the statuses nothing brought about)', () => {
     const left = contract.unexercised();
     console.log(
       `openapi.yaml: ${exchanges.length} answers checked; documented but not exercised:\n` +
-        (left.map((o) => `  ${o.operationId} (${o.method} ${o.path}): ${o.statuses.join(', ')}`).join('\n') || '  nothing'),
+        (left.map((o) => `  ${o.operationId} (${o.method} ${o.path}): ${o.statuses.join(', ')}`).join('\n') ||
+          '  nothing'),
     );
     const api = contract.operations.filter((o) => /^\/(v1|auth|sessions)\//.test(o.path));
-    const never = api.filter((o) => left.some((l) => l.operationId === o.operationId && l.statuses.length === Object.keys(o.responses).length));
+    const never = api.filter((o) =>
+      left.some((l) => l.operationId === o.operationId && l.statuses.length === Object.keys(o.responses).length),
+    );
     expect(never.map((o) => o.operationId)).toEqual([]);
   });
 });

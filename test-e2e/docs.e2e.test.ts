@@ -8,12 +8,16 @@ import { docsRoutes } from '../services/gateway/src/docs/docsRoutes';
 import { testStack } from './support/stack';
 
 // Debian's chromium package (deploy/checks/install-tools.sh installs it); CHROMIUM_PATH overrides.
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => Boolean(p && existsSync(p)));
+const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string =>
+  Boolean(p && existsSync(p)),
+);
 if (!CHROMIUM) {
   process.stderr.write('docs.e2e: SKIPPED: no chromium found (apt-get install chromium, or set CHROMIUM_PATH)\n');
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- express as the gateway has it (the docs routes are mounted on it there too)
-const express = require(require.resolve('express', { paths: [join(__dirname, '..', 'services', 'gateway')] })) as () => {
+const express = require(
+  require.resolve('express', { paths: [join(__dirname, '..', 'services', 'gateway')] }),
+) as () => {
   use(handler: unknown): void;
   listen(port: number, host: string, listening: () => void): Server;
 };
@@ -91,7 +95,14 @@ interface Watched {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   });
   afterAll(async () => {
@@ -141,7 +152,8 @@ interface Watched {
 
   /** Waits until each of `texts` is visible in `scope` (fails naming the one that is not). */
   async function expectVisible(scope: Locator, texts: string[]): Promise<void> {
-    for (const text of texts) await scope.getByText(text, { exact: true }).first().waitFor({ state: 'visible', timeout: 10_000 });
+    for (const text of texts)
+      await scope.getByText(text, { exact: true }).first().waitFor({ state: 'visible', timeout: 10_000 });
   }
 
   function expectNothingElseHappened({ external, violations, problems }: Watched): void {
@@ -168,10 +180,18 @@ interface Watched {
     // The resume endpoint, opened: its response headers are documented.
     const status = page.locator('#operations-Contents-UploadStatus');
     await status.locator('.opblock-summary-control').click();
-    await expectVisible(status.locator('.responses-table .headers').first(), ['X-Upload-State', 'X-Content-Total', 'X-Received-Ranges']);
+    await expectVisible(status.locator('.responses-table .headers').first(), [
+      'X-Upload-State',
+      'X-Content-Total',
+      'X-Received-Ranges',
+    ]);
 
     // The /v1 error body, with its stable codes, and a nested object.
-    await expectVisible(await expandSchema(page, 'ContentsError'), ['track-id', 'status-code', '"urn:error:contents:invalidRange"']);
+    await expectVisible(await expandSchema(page, 'ContentsError'), [
+      'track-id',
+      'status-code',
+      '"urn:error:contents:invalidRange"',
+    ]);
     await expectVisible(await expandSchema(page, 'PartStored'), ['is-completed', 'content']);
 
     await page.screenshot({ path: join(SHOTS, 'reference.png'), fullPage: true });
@@ -228,7 +248,10 @@ describe('the response headers of /docs and its assets', () => {
     );
 
   it('/docs: a strict policy with a new nonce each time, nosniff, never stored', async () => {
-    const [first, second] = await Promise.all([fetch(`${testStack().gatewayUrl}/docs`), fetch(`${testStack().gatewayUrl}/docs`)]);
+    const [first, second] = await Promise.all([
+      fetch(`${testStack().gatewayUrl}/docs`),
+      fetch(`${testStack().gatewayUrl}/docs`),
+    ]);
     expect(first.status).toBe(200);
     expect(first.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(first.headers.get('x-content-type-options')).toBe('nosniff');
@@ -263,7 +286,9 @@ describe('the response headers of /docs and its assets', () => {
     for (const path of paths) {
       const res = await fetch(`${testStack().gatewayUrl}${path}`, { headers: { 'accept-encoding': 'gzip' } });
       expect({ path, status: res.status }).toEqual({ path, status: 200 });
-      expect(res.headers.get('content-type')).toBe(path.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8');
+      expect(res.headers.get('content-type')).toBe(
+        path.endsWith('.css') ? 'text/css; charset=utf-8' : 'text/javascript; charset=utf-8',
+      );
       expect(res.headers.get('x-content-type-options')).toBe('nosniff');
       expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
       expect(res.headers.get('content-encoding')).toBe('gzip');

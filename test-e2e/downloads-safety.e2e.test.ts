@@ -10,7 +10,13 @@ describe('downloads cannot run as pages', () => {
 
   beforeAll(async () => {
     token = await tokenFor([owner]);
-    const created = await postPart(owner, token, Buffer.from('<html><script>alert(document.cookie)</script></html>'), null, 'text/html');
+    const created = await postPart(
+      owner,
+      token,
+      Buffer.from('<html><script>alert(document.cookie)</script></html>'),
+      null,
+      'text/html',
+    );
     expect(created.status).toBe(201);
     id = created.json().id;
   });

@@ -41,7 +41,12 @@ describe('credentials in logs', () => {
     ).stdout;
 
   beforeAll(async () => {
-    stack = await startStack({ prefix: `logs${Date.now().toString(36)}`, logDir, keysDir: testStack().keysDir, env: { LOG_LEVEL: 'trace' } });
+    stack = await startStack({
+      prefix: `logs${Date.now().toString(36)}`,
+      logDir,
+      keysDir: testStack().keysDir,
+      env: { LOG_LEVEL: 'trace' },
+    });
   });
   afterAll(async () => {
     await stack?.stop();
@@ -69,7 +74,11 @@ describe('credentials in logs', () => {
       expect(res.status).toBe(200);
       const { EncryptedKey, Link } = res.json() as { EncryptedKey: string; Link: { Href: string } };
       const rnd = decryptEncryptedKey(EncryptedKey, user);
-      const approved = await call(`${Link.Href}${form === 'query' ? `&apiKey=${encodeURIComponent(apiKey)}` : ''}`, { method: 'POST', body: rnd, headers });
+      const approved = await call(`${Link.Href}${form === 'query' ? `&apiKey=${encodeURIComponent(apiKey)}` : ''}`, {
+        method: 'POST',
+        body: rnd,
+        headers,
+      });
       expect(approved.status).toBe(200);
       const pair = approved.json() as { Sid: string; RefreshToken: string };
       secrets.set(pair.Sid, `sid (${form} sign-in)`);
@@ -82,10 +91,16 @@ describe('credentials in logs', () => {
     // /v1 with the sid as a header and as a cookie, and with a Bearer token; one refused call too.
     const token = await new DevKeys(stack.keysDir).mint({ owners: [owner] });
     secrets.set(token, 'bearer token');
-    const created = await call(`${gw}/v1/${owner}/contents`, { method: 'POST', body: 'hello', headers: { authorization: `auth.sid ${a.Sid}` } });
+    const created = await call(`${gw}/v1/${owner}/contents`, {
+      method: 'POST',
+      body: 'hello',
+      headers: { authorization: `auth.sid ${a.Sid}` },
+    });
     expect(created.status).toBe(201);
     const id = (created.json() as { id: string }).id;
-    expect((await call(`${gw}/v1/${owner}/contents/${id}`, { headers: { cookie: `auth.sid=${b.Sid}` } })).status).toBe(200);
+    expect((await call(`${gw}/v1/${owner}/contents/${id}`, { headers: { cookie: `auth.sid=${b.Sid}` } })).status).toBe(
+      200,
+    );
     expect((await call(`${gw}/v1/${owner}/contents/${id}`, { token })).status).toBe(200);
     expect((await call(`${gw}/v1/${randomUUID()}/contents/${id}`, { token })).status).toBe(403);
 
@@ -121,7 +136,9 @@ describe('credentials in logs', () => {
     for (const [value, what] of secrets) {
       for (const l of logs) if (l.text.includes(value)) hits.push(`${what} in ${l.file}`);
     }
-    console.log(`searched ${logs.length} logs (${logs.reduce((n, l) => n + l.text.length, 0)} bytes) for ${secrets.size} credentials: ${hits.length} hits`);
+    console.log(
+      `searched ${logs.length} logs (${logs.reduce((n, l) => n + l.text.length, 0)} bytes) for ${secrets.size} credentials: ${hits.length} hits`,
+    );
     expect(hits).toEqual([]);
   });
 });

@@ -20,7 +20,13 @@ import { testStack } from './support/stack';
 const { startStack, startService, freePort } = require('../scripts/stack') as {
   startStack: (
     opts: Record<string, unknown>,
-  ) => Promise<{ gatewayUrl: string; authDatabase: string; sessionEnv: Record<string, string>; services: Service[]; stop: () => Promise<void> }>;
+  ) => Promise<{
+    gatewayUrl: string;
+    authDatabase: string;
+    sessionEnv: Record<string, string>;
+    services: Service[];
+    stop: () => Promise<void>;
+  }>;
   startService: (name: string, opts: Record<string, unknown>) => Promise<Service>;
   freePort: () => Promise<number>;
 };
@@ -61,7 +67,11 @@ function expectUnavailable(probe: string, r: Reply, api: 'v1' | 'legacy', method
   expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
   if (api === 'v1') {
     expect(r.headers.get('x-error-id')).toMatch(/^urn:error:contents:/);
-    if (method !== 'HEAD') expect(JSON.parse(r.body.toString())).toMatchObject({ 'status-code': 503, id: expect.stringMatching(/^urn:error:contents:/) });
+    if (method !== 'HEAD')
+      expect(JSON.parse(r.body.toString())).toMatchObject({
+        'status-code': 503,
+        id: expect.stringMatching(/^urn:error:contents:/),
+      });
   } else {
     expect(JSON.parse(r.body.toString())).toEqual({ Code: expect.any(String), Message: expect.any(String) });
   }
@@ -97,7 +107,8 @@ describe('outages of S3, MongoDB and Redis', () => {
     const { EncryptedKey, Link } = JSON.parse(r.body.toString()) as { EncryptedKey: string; Link: { Href: string } };
     return { rnd: decryptEncryptedKey(EncryptedKey, who), href: `${Link.Href}&apiKey=${apiKey}` };
   };
-  const approve = (c: { rnd: Buffer; href: string }) => timed(c.href, { method: 'POST', body: c.rnd, headers: { 'content-type': 'application/octet-stream' } });
+  const approve = (c: { rnd: Buffer; href: string }) =>
+    timed(c.href, { method: 'POST', body: c.rnd, headers: { 'content-type': 'application/octet-stream' } });
   const signIn = async (): Promise<{ Sid: string; RefreshToken: string }> => {
     const r = await approve(await challenge());
     if (r.status !== 200) throw new Error(`approve answered ${r.status} ${r.body.toString()}`);
@@ -106,7 +117,11 @@ describe('outages of S3, MongoDB and Redis', () => {
   const refresh = (pair: { Sid: string; RefreshToken: string }) =>
     timed(`${gw}/sessions/v5.13/sessions/refresh`, {
       method: 'POST',
-      headers: { authorization: `auth.sid ${pair.Sid}`, 'x-refresh-token': pair.RefreshToken, 'x-kontur-apikey': apiKey },
+      headers: {
+        authorization: `auth.sid ${pair.Sid}`,
+        'x-refresh-token': pair.RefreshToken,
+        'x-kontur-apikey': apiKey,
+      },
     });
 
   beforeAll(async () => {
@@ -205,9 +220,12 @@ describe('outages of S3, MongoDB and Redis', () => {
         const bytes = randomBytes(256 * 1024);
         const posted = await timed(v1(), { method: 'POST', body: bytes, headers: bearer });
         traffic.push(posted);
-        if (posted.status === 201) stored.push({ id: (JSON.parse(posted.body.toString()) as { id: string }).id, bytes });
+        if (posted.status === 201)
+          stored.push({ id: (JSON.parse(posted.body.toString()) as { id: string }).id, bytes });
         traffic.push(await timed(v1(known.id), { headers: bearer }));
-        traffic.push(await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } }));
+        traffic.push(
+          await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } }),
+        );
       }
     })();
     await new Promise((r) => setTimeout(r, 300));
@@ -226,15 +244,23 @@ describe('outages of S3, MongoDB and Redis', () => {
           body: upload.subarray(half),
           headers: { ...bearer, 'content-range': `bytes ${half}-${2 * half - 1}/${2 * half}` },
         }),
-      'part-64mib': () => timed(v1(bigId), { method: 'PUT', body: bigPart, headers: { ...bearer, 'content-range': `bytes 0-${P - 1}/${P + tail.length}` } }),
+      'part-64mib': () =>
+        timed(v1(bigId), {
+          method: 'PUT',
+          body: bigPart,
+          headers: { ...bearer, 'content-range': `bytes 0-${P - 1}/${P + tail.length}` },
+        }),
       download: () => timed(v1(known.id), { headers: bearer }),
       head: () => timed(v1(known.id), { method: 'HEAD', headers: bearer }),
-      authenticate: () => timed(`${gw}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, { method: 'POST', body: user.pem }),
+      authenticate: () =>
+        timed(`${gw}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, { method: 'POST', body: user.pem }),
       approve: () => approve(pending),
       refresh: () => refresh(pair),
       'sid-get': () => timed(v1(known.id), { headers: { authorization: `auth.sid ${signedIn.Sid}` } }),
     };
-    const during = Object.fromEntries(await Promise.all(Object.entries(probes).map(async ([probe, send]) => [probe, await send()] as const)));
+    const during = Object.fromEntries(
+      await Promise.all(Object.entries(probes).map(async ([probe, send]) => [probe, await send()] as const)),
+    );
     const downMs = Object.entries(during).map(([p, r]) => `${p} ${r.status} ${Math.round(r.ms)}`);
 
     // Back: SIGCONT, or started again on the same port with the same data dir.
@@ -261,7 +287,8 @@ describe('outages of S3, MongoDB and Redis', () => {
           if (probe === 'refresh') pair = JSON.parse(r.body.toString()) as typeof pair;
           break;
         }
-        if (performance.now() - backAt > 20_000) throw new Error(`${probe} still answers ${r.status} ${r.body.toString()} 20 s after ${name} came back`);
+        if (performance.now() - backAt > 20_000)
+          throw new Error(`${probe} still answers ${r.status} ${r.body.toString()} 20 s after ${name} came back`);
         await new Promise((r) => setTimeout(r, 100));
       }
     }
@@ -286,7 +313,11 @@ describe('outages of S3, MongoDB and Redis', () => {
     for (const r of traffic.slice(seenBefore)) expect(r.ms).toBeLessThanOrEqual(BOUND_MS);
     expect(traffic.slice(seenBefore).every((r) => r.status === 200 || r.status === 201 || r.status === 503)).toBe(true);
     // Recovery: everything succeeds within 5 s of the server's return, no service restarted.
-    expect({ name, how, recoveredWithinBound: firstRecovery <= BOUND_MS }).toEqual({ name, how, recoveredWithinBound: true });
+    expect({ name, how, recoveredWithinBound: firstRecovery <= BOUND_MS }).toEqual({
+      name,
+      how,
+      recoveredWithinBound: true,
+    });
 
     // Nothing half-written: the known content, the upload (now complete) and the first session are intact.
     const knownBack = await timed(v1(known.id), { headers: bearer });
@@ -298,7 +329,9 @@ describe('outages of S3, MongoDB and Redis', () => {
     const bigBack = await timed(v1(bigId), { headers: { ...bearer, range: `bytes=${P - 4096}-` } });
     expect(bigBack.status).toBe(206);
     expect(sha256(bigBack.body)).toBe(sha256(Buffer.concat([bigPart.subarray(P - 4096), tail])));
-    expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } })).status).toBe(200);
+    expect(
+      (await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${signedIn.Sid}` } })).status,
+    ).toBe(200);
     expect((await refresh(pair)).status).toBe(200);
     // Every content the traffic was told was stored (201), before, during and after the outage, is whole.
     expect(stored.length).toBeGreaterThan(0);
@@ -331,7 +364,11 @@ describe('outages of S3, MongoDB and Redis', () => {
     const killedAt = performance.now();
     alive = false;
     await Promise.all(burst);
-    restarted = await startService('session-service', { port: session.port, logDir: join(dir, 'logs'), env: stack.sessionEnv });
+    restarted = await startService('session-service', {
+      port: session.port,
+      logDir: join(dir, 'logs'),
+      env: stack.sessionEnv,
+    });
     const readyMs = performance.now() - killedAt;
 
     // The client retries the same refresh until it gets its answer (within REFRESH_GRACE_SECONDS).
@@ -351,8 +388,12 @@ describe('outages of S3, MongoDB and Redis', () => {
     pairs.add(retried.body.toString());
     expect(pairs.size).toBe(1);
     // The new sid works, the old one does not, and the family lives on: the new pair refreshes.
-    expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${next.Sid}` } })).status).toBe(200);
-    expect((await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${pair.Sid}` } })).status).toBe(401);
+    expect(
+      (await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${next.Sid}` } })).status,
+    ).toBe(200);
+    expect(
+      (await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${pair.Sid}` } })).status,
+    ).toBe(401);
     const after = await refresh(next);
     expect(`${after.status} ${after.body.toString()}`).toMatch(/^200 /);
     measured.push(

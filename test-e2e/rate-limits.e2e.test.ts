@@ -51,7 +51,8 @@ describe('rate limits on /auth and /sessions', () => {
 
   it('the sign-in attempt after the limit of an api key gets 429 with Retry-After; another api key is not affected', async () => {
     const [apiKey, other] = await Promise.all([newApiKey(), newApiKey()]);
-    for (let i = 0; i < PER_KEY; i++) expect((await signInAttempt(apiKey, uniqueAddress())).json().Code).toBe('CertUnreadable');
+    for (let i = 0; i < PER_KEY; i++)
+      expect((await signInAttempt(apiKey, uniqueAddress())).json().Code).toBe('CertUnreadable');
     expectTooMany(await signInAttempt(apiKey, uniqueAddress()));
     expect((await signInAttempt(other, uniqueAddress())).json().Code).toBe('CertUnreadable');
   });
@@ -63,16 +64,21 @@ describe('rate limits on /auth and /sessions', () => {
     for (let i = 0; i < PER_ADDRESS; i++) expect((await attempt()).json().Code).toBe('InvalidApiKey');
     expectTooMany(await attempt());
     expectTooMany(await attempt(address()));
-    expect((await signInAttempt(randomBytes(16).toString('hex'), uniqueAddress(), client)).json().Code).toBe('InvalidApiKey');
+    expect((await signInAttempt(randomBytes(16).toString('hex'), uniqueAddress(), client)).json().Code).toBe(
+      'InvalidApiKey',
+    );
   });
 
   it('limits refresh on /sessions per api key', async () => {
     const apiKey = await newApiKey();
     const refresh = () =>
-      call(`${gateway}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=${'B'.repeat(64)}&api-key=${apiKey}`, {
-        method: 'POST',
-        headers: { 'x-forwarded-for': uniqueAddress() },
-      });
+      call(
+        `${gateway}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=${'B'.repeat(64)}&api-key=${apiKey}`,
+        {
+          method: 'POST',
+          headers: { 'x-forwarded-for': uniqueAddress() },
+        },
+      );
     for (let i = 0; i < PER_KEY; i++) expect((await refresh()).status).toBe(403);
     expectTooMany(await refresh());
   });
@@ -86,7 +92,8 @@ describe('rate limits on /auth and /sessions', () => {
     });
     try {
       const apiKey = randomBytes(16).toString('hex');
-      const attempt = () => call(`${auth.url}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, { method: 'POST', body: 'x' });
+      const attempt = () =>
+        call(`${auth.url}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, { method: 'POST', body: 'x' });
       for (let i = 0; i < PER_KEY; i++) expect((await attempt()).json().Code).toBe('InvalidApiKey');
       expectTooMany(await attempt());
       // Operators see both on /metrics: the refusals and that Redis was not there to count them.

@@ -89,7 +89,10 @@ describe('a content-service replica receiving SIGTERM in the middle of a 64 MiB 
     for (let at = half; at < P; at += chunk) await upload.write(firstPart.subarray(at, at + chunk));
     upload.end();
     const { res, body } = await upload.response;
-    expect({ status: res.statusCode, body }).toEqual({ status: 201, body: expect.stringMatching(/^\{"id":"[0-9a-f-]{36}"\}$/) });
+    expect({ status: res.statusCode, body }).toEqual({
+      status: 201,
+      body: expect.stringMatching(/^\{"id":"[0-9a-f-]{36}"\}$/),
+    });
     const { id } = JSON.parse(body) as { id: string };
 
     expect(await a.exited).toBe(0);
@@ -141,12 +144,18 @@ describe('a gateway replica receiving SIGTERM in the middle of a 64 MiB part it 
     for (let at = P / 2; at < P; at += chunk) await upload.write(part.subarray(at, at + chunk));
     upload.end();
     const { res, body } = await upload.response;
-    expect({ status: res.statusCode, body }).toEqual({ status: 201, body: expect.stringMatching(/^\{"id":"[0-9a-f-]{36}"\}$/) });
+    expect({ status: res.statusCode, body }).toEqual({
+      status: 201,
+      body: expect.stringMatching(/^\{"id":"[0-9a-f-]{36}"\}$/),
+    });
     expect(await gateway.exited).toBe(0);
 
     // The part is really stored: the status endpoint of the content-service says so.
     const { id } = JSON.parse(body) as { id: string };
-    const status = await fetch(`${contentUrl}/v1/${owner}/contents/${id}`, { method: 'HEAD', headers: { authorization: `Bearer ${token}` } });
+    const status = await fetch(`${contentUrl}/v1/${owner}/contents/${id}`, {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(status.status).toBe(200);
     expect(status.headers.get('x-received-ranges')).toBe(`0-${P - 1}`);
   });

@@ -6,7 +6,15 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { MongoClient } from 'mongodb';
-import { crossSignedLoop, longChain, makeCert, makeLeaf, makeRoot, newKey, type MadeCert } from '../services/auth-service/test/support/TestCertificates';
+import {
+  crossSignedLoop,
+  longChain,
+  makeCert,
+  makeLeaf,
+  makeRoot,
+  newKey,
+  type MadeCert,
+} from '../services/auth-service/test/support/TestCertificates';
 import { call } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { cpuDuring, processUsage } from './support/procStats';
@@ -73,7 +81,10 @@ describe('certificate chains', () => {
       const res = await authenticate(body, { apiKey });
       const client = performance.now() - started;
       expect(res.status).toBe(406);
-      expect(res.json()).toEqual({ Code: 'CertNotValid', Message: expect.stringContaining('more than 10 certificates') });
+      expect(res.json()).toEqual({
+        Code: 'CertNotValid',
+        Message: expect.stringContaining('more than 10 certificates'),
+      });
       const server = serverMs(res);
       const idle = await cpuDuring(authPid(), 1_000);
       const after = processUsage(authPid());
@@ -105,7 +116,9 @@ describe('certificate chains', () => {
       await registerMade(crowdUser);
       const crowd = await authenticate(crowdUser.pem + crowdCa.pem.repeat(300), { apiKey });
       expect(crowd.status).toBe(406);
-      console.log(`self-issued cycle: server ${serverMs(cycle).toFixed(1)} ms; 301 certificates: server ${serverMs(crowd).toFixed(1)} ms`);
+      console.log(
+        `self-issued cycle: server ${serverMs(cycle).toFixed(1)} ms; 301 certificates: server ${serverMs(crowd).toFixed(1)} ms`,
+      );
       expect(serverMs(cycle)).toBeLessThan(LIMIT_MS);
       expect(serverMs(crowd)).toBeLessThan(LIMIT_MS);
     });
@@ -115,7 +128,10 @@ describe('certificate chains', () => {
       await registerMade(loop.leaf);
       const real = [loop.leaf, loop.a, loop.b, loop.aByB, loop.bByA].map((c) => c.der);
       const mutated = fc
-        .tuple(fc.constantFrom(...real), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }))
+        .tuple(
+          fc.constantFrom(...real),
+          fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }),
+        )
         .map(([der, edits]) => {
           const b = Buffer.from(der);
           for (const [at, v] of edits) b[at % b.length] = v;
@@ -144,7 +160,9 @@ describe('certificate chains', () => {
         }),
         { numRuns: 80 },
       );
-      console.log(`fuzzed bodies: statuses ${JSON.stringify(Object.fromEntries(statuses))}, slowest ${slowest.toFixed(1)} ms of server time`);
+      console.log(
+        `fuzzed bodies: statuses ${JSON.stringify(Object.fromEntries(statuses))}, slowest ${slowest.toFixed(1)} ms of server time`,
+      );
     });
 
     it('answers 413 BodyTooLarge for a certificate body over 2 MiB and an rnd body over 4 KiB', async () => {
@@ -177,7 +195,16 @@ describe('certificate chains', () => {
     it('remembers an intermediate from `admin user add --cert chain.pem`: a later leaf-only DER body signs in', async () => {
       const intermediate = pki.issue(`Admin Chain CA ${randomUUID().slice(0, 6)}`, root, { ca: true });
       const user = pki.issue(`admin-chain-user-${randomUUID().slice(0, 6)}`, intermediate);
-      const out = await admin('user', 'add', '--user', randomUUID(), '--owner', randomUUID(), '--cert', pki.chainFile(user, intermediate));
+      const out = await admin(
+        'user',
+        'add',
+        '--user',
+        randomUUID(),
+        '--owner',
+        randomUUID(),
+        '--cert',
+        pki.chainFile(user, intermediate),
+      );
       expect(out).toContain('1 intermediate(s) remembered');
       expect(await admin('trust', 'list')).toContain(`intermediate ${intermediate.thumbprint}`);
       const res = await authenticate(user.der, { apiKey, headers: { 'content-type': 'application/pkix-cert' } });
@@ -189,7 +216,18 @@ describe('certificate chains', () => {
       const stray = pki.root(`Stray Root ${randomUUID().slice(0, 6)}`);
       const intermediate = pki.issue(`Stray CA ${randomUUID().slice(0, 6)}`, stray, { ca: true });
       const user = pki.issue(`stray-user-${randomUUID().slice(0, 6)}`, intermediate);
-      await expect(admin('user', 'add', '--user', randomUUID(), '--owner', randomUUID(), '--cert', pki.chainFile(user, intermediate))).rejects.toMatchObject({
+      await expect(
+        admin(
+          'user',
+          'add',
+          '--user',
+          randomUUID(),
+          '--owner',
+          randomUUID(),
+          '--cert',
+          pki.chainFile(user, intermediate),
+        ),
+      ).rejects.toMatchObject({
         code: 2,
       });
       expect((await authenticate(user.pem + intermediate.pem, { apiKey })).json().Code).toBe('UnknownCertificate');
@@ -212,7 +250,9 @@ describe('certificate chains', () => {
       expect(leafOnly.status).toBe(200);
       expect(decryptEncryptedKey(leafOnly.json().EncryptedKey, user).length).toBe(48);
 
-      expect(await admin('trust', 'remove', '--thumbprint', intermediate.thumbprint)).toBe(`trusted certificate ${intermediate.thumbprint} removed\n`);
+      expect(await admin('trust', 'remove', '--thumbprint', intermediate.thumbprint)).toBe(
+        `trusted certificate ${intermediate.thumbprint} removed\n`,
+      );
       const leafOnlyAfter = await authenticate(user.der, { apiKey });
       expect(leafOnlyAfter.status).toBe(406);
       expect(leafOnlyAfter.json().Message).toContain('is not known');
@@ -255,18 +295,28 @@ describe('certificate chains', () => {
     const cases: [string, () => Promise<{ leaf: MadeCert; chain: MadeCert[] }>, string][] = [
       [
         'an RSA leaf key under 2048 bits',
-        async () => ({ leaf: await makeLeaf('e2e-rsa1024', root, { key: await newKey({ kind: 'rsa', bits: 1024 }) }), chain: [] }),
+        async () => ({
+          leaf: await makeLeaf('e2e-rsa1024', root, { key: await newKey({ kind: 'rsa', bits: 1024 }) }),
+          chain: [],
+        }),
         '1024-bit RSA key',
       ],
       [
         'an RSA intermediate key under 2048 bits',
         async () => {
-          const ca = await makeCert(`E2E Weak CA ${randomUUID().slice(0, 6)}`, root, { ca: true, key: await newKey({ kind: 'rsa', bits: 1024 }) });
+          const ca = await makeCert(`E2E Weak CA ${randomUUID().slice(0, 6)}`, root, {
+            ca: true,
+            key: await newKey({ kind: 'rsa', bits: 1024 }),
+          });
           return { leaf: await makeLeaf('e2e-under-weak', ca), chain: [ca] };
         },
         '1024-bit RSA key',
       ],
-      ['a SHA-1 signature', async () => ({ leaf: await makeLeaf('e2e-sha1', root, { hash: 'SHA-1' }), chain: [] }), 'SHA-1'],
+      [
+        'a SHA-1 signature',
+        async () => ({ leaf: await makeLeaf('e2e-sha1', root, { hash: 'SHA-1' }), chain: [] }),
+        'SHA-1',
+      ],
       [
         'a pathLenConstraint violation',
         async () => {
@@ -279,7 +329,10 @@ describe('certificate chains', () => {
       [
         'an RSA leaf whose keyUsage lacks keyEncipherment',
         async () => ({
-          leaf: await makeLeaf('e2e-noencipher', root, { key: await newKey({ kind: 'rsa', bits: 2048 }), keyUsage: ['digitalSignature'] }),
+          leaf: await makeLeaf('e2e-noencipher', root, {
+            key: await newKey({ kind: 'rsa', bits: 2048 }),
+            keyUsage: ['digitalSignature'],
+          }),
           chain: [],
         }),
         'keyEncipherment',
@@ -341,7 +394,10 @@ describe('certificate chains', () => {
     });
 
     it('answers 403 FreeNotAllowed for an api key created without --allow-free, registered certificate or not', async () => {
-      for (const body of [expired.pem, pki.issue(`free-stranger-${randomUUID().slice(0, 6)}`, pki.root(`Free Other ${randomUUID().slice(0, 6)}`)).pem]) {
+      for (const body of [
+        expired.pem,
+        pki.issue(`free-stranger-${randomUUID().slice(0, 6)}`, pki.root(`Free Other ${randomUUID().slice(0, 6)}`)).pem,
+      ]) {
         const res = await authenticate(body, { apiKey, free: 'true' });
         expect(res.status).toBe(403);
         expect(res.json().Code).toBe('FreeNotAllowed');
@@ -354,7 +410,10 @@ describe('certificate chains', () => {
       const ok = await authenticate(expired.pem, { apiKey: freeKey, free: 'true' });
       expect(ok.status).toBe(200);
       expect(decryptEncryptedKey(ok.json().EncryptedKey, expired).length).toBe(48);
-      const stranger = pki.issue(`free-unregistered-${randomUUID().slice(0, 6)}`, pki.root(`Free Third ${randomUUID().slice(0, 6)}`));
+      const stranger = pki.issue(
+        `free-unregistered-${randomUUID().slice(0, 6)}`,
+        pki.root(`Free Third ${randomUUID().slice(0, 6)}`),
+      );
       const res = await authenticate(stranger.pem, { apiKey: freeKey, free: 'true' });
       expect(res.status).toBe(403);
       expect(res.json().Code).toBe('UnknownCertificate');
@@ -393,11 +452,18 @@ describe('certificate chains', () => {
         await mongo
           .db(testStack().authDatabase)
           .collection('api_keys')
-          .insertOne({ _id: createHash('sha256').update(old).digest('hex') as never, label: 'uuid-era', createdAt: new Date() });
+          .insertOne({
+            _id: createHash('sha256').update(old).digest('hex') as never,
+            label: 'uuid-era',
+            createdAt: new Date(),
+          });
       } finally {
         await mongo.close();
       }
-      const user = pki.issue(`uuid-key-user-${randomUUID().slice(0, 6)}`, pki.root(`UUID Key Root ${randomUUID().slice(0, 6)}`));
+      const user = pki.issue(
+        `uuid-key-user-${randomUUID().slice(0, 6)}`,
+        pki.root(`UUID Key Root ${randomUUID().slice(0, 6)}`),
+      );
       await registerUser(user);
       expect((await authenticate(user.pem, { apiKey: old })).status).toBe(406); // the key was accepted; the chain was not
       expect((await authenticate(user.pem, { apiKey: old, free: 'true' })).json().Code).toBe('FreeNotAllowed');

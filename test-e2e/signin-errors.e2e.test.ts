@@ -4,7 +4,18 @@ import { MongoClient } from 'mongodb';
 import { join } from 'node:path';
 import { call, contentsUrl } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
-import { admin, approve, authenticate, challenge, newApiKey, refresh, registerUser, sessionsAdmin, sidHeaders, signIn } from './support/signin';
+import {
+  admin,
+  approve,
+  authenticate,
+  challenge,
+  newApiKey,
+  refresh,
+  registerUser,
+  sessionsAdmin,
+  sidHeaders,
+  signIn,
+} from './support/signin';
 import { contentReplicaEnv, freePort, startService } from './support/replicas';
 import { testStack } from './support/stack';
 
@@ -47,7 +58,12 @@ describe('certificate sign-in refusals', () => {
       ['text', Buffer.from('hello, this is not a certificate')],
       ['random DER-looking bytes', Buffer.concat([Buffer.from([0x30, 0x82, 0x01, 0x00]), randomBytes(256)])],
       ['a PEM block of junk', Buffer.from('-----BEGIN CERTIFICATE-----\nAAAABBBBCCCC\n-----END CERTIFICATE-----\n')],
-      ['a private key', Buffer.from('-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n-----END PRIVATE KEY-----\n')],
+      [
+        'a private key',
+        Buffer.from(
+          '-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n-----END PRIVATE KEY-----\n',
+        ),
+      ],
     ])('answers 403 CertUnreadable for %s', async (_name, body) => {
       const res = await authenticate(body, { apiKey });
       expect(res.status).toBe(403);
@@ -65,11 +81,23 @@ describe('certificate sign-in refusals', () => {
       const cases: [string, () => { cert: Issued; body: string }][] = [
         [
           'expired',
-          () => ({ cert: pki.issue('expired', intermediate, { notBefore: new Date(Date.now() - 400 * DAY), notAfter: new Date(Date.now() - DAY) }), body: '' }),
+          () => ({
+            cert: pki.issue('expired', intermediate, {
+              notBefore: new Date(Date.now() - 400 * DAY),
+              notAfter: new Date(Date.now() - DAY),
+            }),
+            body: '',
+          }),
         ],
         [
           'not yet valid',
-          () => ({ cert: pki.issue('future', intermediate, { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 400 * DAY) }), body: '' }),
+          () => ({
+            cert: pki.issue('future', intermediate, {
+              notBefore: new Date(Date.now() + DAY),
+              notAfter: new Date(Date.now() + 400 * DAY),
+            }),
+            body: '',
+          }),
         ],
         ['issued by an untrusted CA', () => ({ cert: pki.issue('wrong-issuer', pki.root('Untrusted CA')), body: '' })],
         ['self-signed', () => ({ cert: pki.root('self-signed-user'), body: '' })],
@@ -141,7 +169,8 @@ describe('certificate sign-in refusals', () => {
 
     it('accepts an rnd after fewer than 5 wrong tries', async () => {
       const { rnd } = await challenge(user, apiKey, chain(user));
-      for (let i = 0; i < 4; i++) expect((await approve(user.thumbprint, randomBytes(48), apiKey)).json().Code).toBe('WrongKey');
+      for (let i = 0; i < 4; i++)
+        expect((await approve(user.thumbprint, randomBytes(48), apiKey)).json().Code).toBe('WrongKey');
       expect((await approve(user.thumbprint, rnd, apiKey)).status).toBe(200);
     });
 
@@ -179,7 +208,9 @@ describe('certificate sign-in refusals', () => {
       const a = await signIn(user, apiKey, chain(user));
       const b = await signIn(user, apiKey, chain(user));
       expect((await refresh(a.Sid, a.RefreshToken, 'nope')).json().Code).toBe('InvalidApiKey');
-      expect((await refresh(a.Sid, randomBytes(32).toString('hex').toUpperCase(), apiKey)).json().Code).toBe('InvalidRefreshToken');
+      expect((await refresh(a.Sid, randomBytes(32).toString('hex').toUpperCase(), apiKey)).json().Code).toBe(
+        'InvalidRefreshToken',
+      );
       expect((await refresh(a.Sid, 'garbage', apiKey)).status).toBe(403);
       const mismatch = await refresh(b.Sid, a.RefreshToken, apiKey);
       expect(mismatch.status).toBe(403);
@@ -273,7 +304,8 @@ describe('certificate sign-in refusals', () => {
         logDir: join(testStack().logDir, 'cached-sessions'),
       });
       try {
-        const probe = (sid: string) => call(`${replica.url}/v1/${owners[0]}/contents/${randomUUID()}`, { headers: sidHeaders(sid) });
+        const probe = (sid: string) =>
+          call(`${replica.url}/v1/${owners[0]}/contents/${randomUUID()}`, { headers: sidHeaders(sid) });
         expect((await probe(Sid)).status).toBe(404);
         const unknown = await probe(randomBytes(32).toString('hex').toUpperCase()); // not cached: the session-service would have to answer
         expect(unknown.status).toBe(503);
@@ -291,7 +323,9 @@ describe('certificate sign-in refusals', () => {
       const other = pki.root('Retired Root CA');
       await admin('trust', 'add', '--cert', other.certPath);
       expect(await admin('trust', 'list')).toContain(other.thumbprint);
-      expect(await admin('trust', 'remove', '--thumbprint', other.thumbprint)).toBe(`trusted certificate ${other.thumbprint} removed\n`);
+      expect(await admin('trust', 'remove', '--thumbprint', other.thumbprint)).toBe(
+        `trusted certificate ${other.thumbprint} removed\n`,
+      );
       expect(await admin('trust', 'list')).not.toContain(other.thumbprint);
       await expect(admin('trust', 'remove', '--thumbprint', other.thumbprint)).rejects.toMatchObject({ code: 3 });
     });
@@ -299,8 +333,16 @@ describe('certificate sign-in refusals', () => {
 
   it('never routes the internal endpoints through the gateway', async () => {
     const { gatewayUrl } = testStack();
-    for (const path of ['/internal/sessions/validate', '/sessions/v5.13/internal/sessions', '/auth/v5.13/internal/api-keys/verify']) {
-      const res = await call(`${gatewayUrl}${path}`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    for (const path of [
+      '/internal/sessions/validate',
+      '/sessions/v5.13/internal/sessions',
+      '/auth/v5.13/internal/api-keys/verify',
+    ]) {
+      const res = await call(`${gatewayUrl}${path}`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(404);
     }
   });
@@ -323,38 +365,69 @@ describe('certificate sign-in refusals', () => {
 
   describe('each caller reaches only the internal routes granted to its own secret', () => {
     const post = (url: string, secret: string, body: unknown) =>
-      call(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', 'x-internal-secret': secret } });
+      call(url, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', 'x-internal-secret': secret },
+      });
     const sessionUrl = () => testStack().services['session-service']!.url;
     const authUrl = () => testStack().services['auth-service']!.url;
     const secrets = () => testStack().internalSecrets;
     const unknownSid = () => randomBytes(32).toString('hex').toUpperCase();
 
     it("the content-service's secret validates sids but cannot create a session (403 InternalRouteForbidden)", async () => {
-      const create = await post(`${sessionUrl()}/internal/sessions`, secrets().contentToSession, { userId: randomUUID(), owners: [randomUUID()] });
+      const create = await post(`${sessionUrl()}/internal/sessions`, secrets().contentToSession, {
+        userId: randomUUID(),
+        owners: [randomUUID()],
+      });
       expect(create.status).toBe(403);
-      expect(create.json()).toEqual({ Code: 'InternalRouteForbidden', Message: expect.stringContaining('content-service') });
+      expect(create.json()).toEqual({
+        Code: 'InternalRouteForbidden',
+        Message: expect.stringContaining('content-service'),
+      });
       for (const path of ['/internal/Sessions', '/internal/sessions/', '/internal//sessions']) {
-        expect((await post(`${sessionUrl()}${path}`, secrets().contentToSession, { userId: randomUUID(), owners: [] })).status).toBe(403);
+        expect(
+          (await post(`${sessionUrl()}${path}`, secrets().contentToSession, { userId: randomUUID(), owners: [] }))
+            .status,
+        ).toBe(403);
       }
-      const validate = await post(`${sessionUrl()}/internal/sessions/validate`, secrets().contentToSession, { sid: unknownSid() });
+      const validate = await post(`${sessionUrl()}/internal/sessions/validate`, secrets().contentToSession, {
+        sid: unknownSid(),
+      });
       expect(validate.status).toBe(404); // let through: the sid is unknown
       expect(validate.json().Code).toBe('SessionNotFound');
     });
 
     it("the auth-service's secret creates sessions and validates them", async () => {
-      const created = await post(`${sessionUrl()}/internal/sessions`, secrets().authToSession, { userId: randomUUID(), owners: [randomUUID()] });
+      const created = await post(`${sessionUrl()}/internal/sessions`, secrets().authToSession, {
+        userId: randomUUID(),
+        owners: [randomUUID()],
+      });
       expect(created.status).toBe(201);
       const { Sid } = created.json() as { Sid: string };
-      expect((await post(`${sessionUrl()}/internal/sessions/validate`, secrets().authToSession, { sid: Sid })).status).toBe(200);
-      expect((await post(`${sessionUrl()}/internal/sessions/validate`, secrets().contentToSession, { sid: Sid })).status).toBe(200);
+      expect(
+        (await post(`${sessionUrl()}/internal/sessions/validate`, secrets().authToSession, { sid: Sid })).status,
+      ).toBe(200);
+      expect(
+        (await post(`${sessionUrl()}/internal/sessions/validate`, secrets().contentToSession, { sid: Sid })).status,
+      ).toBe(200);
     });
 
     it("only the session-service's secret checks api keys at the auth-service; the others are nobody's there (401)", async () => {
-      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().sessionToAuth, { apiKey })).status).toBe(200);
-      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().authToSession, { apiKey })).status).toBe(401);
-      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().contentToSession, { apiKey })).status).toBe(401);
+      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().sessionToAuth, { apiKey })).status).toBe(
+        200,
+      );
+      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().authToSession, { apiKey })).status).toBe(
+        401,
+      );
+      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().contentToSession, { apiKey })).status).toBe(
+        401,
+      );
       // The session-service's secret opens nothing at the session-service itself either.
-      expect((await post(`${sessionUrl()}/internal/sessions/validate`, secrets().sessionToAuth, { sid: unknownSid() })).status).toBe(401);
+      expect(
+        (await post(`${sessionUrl()}/internal/sessions/validate`, secrets().sessionToAuth, { sid: unknownSid() }))
+          .status,
+      ).toBe(401);
     });
   });
 });

@@ -15,18 +15,30 @@ import { testStack } from './support/stack';
 type Pair = { Sid: string; RefreshToken: string };
 
 /** POST refresh at a gateway with the inputs in whatever forms the test chooses. */
-function refreshAt(gatewayUrl: string, query: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> {
+function refreshAt(
+  gatewayUrl: string,
+  query: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const qs = new URLSearchParams(query).toString();
   return call(`${gatewayUrl}/sessions/v5.13/sessions/refresh${qs ? `?${qs}` : ''}`, { method: 'POST', headers });
 }
 
 /** Everything in headers, the form the client library is moving to. */
 const headerForm = (gatewayUrl: string, pair: Pair, apiKey: string): Promise<Answer> =>
-  refreshAt(gatewayUrl, {}, { authorization: `auth.sid ${pair.Sid}`, 'x-refresh-token': pair.RefreshToken, 'x-kontur-apikey': apiKey });
+  refreshAt(
+    gatewayUrl,
+    {},
+    { authorization: `auth.sid ${pair.Sid}`, 'x-refresh-token': pair.RefreshToken, 'x-kontur-apikey': apiKey },
+  );
 
 /** 404 (signed in; the content does not exist) while the sid is live, 401 once it is not. */
 async function probe(owner: string, sid: string): Promise<number> {
-  return (await call(`${testStack().gatewayUrl}/v1/${owner}/contents/${randomUUID()}`, { headers: { authorization: `auth.sid ${sid}` } })).status;
+  return (
+    await call(`${testStack().gatewayUrl}/v1/${owner}/contents/${randomUUID()}`, {
+      headers: { authorization: `auth.sid ${sid}` },
+    })
+  ).status;
 }
 
 async function withDb<T>(name: string, use: (db: ReturnType<MongoClient['db']>) => Promise<T>): Promise<T> {
@@ -72,10 +84,20 @@ describe('session refresh through the gateway', () => {
       const { cert, user } = await newUser('mixed');
       let pair = await signIn(cert, apiKey);
       const forms: ((p: Pair) => Promise<Answer>)[] = [
-        (p) => refreshAt(gateway, { 'refresh-token': p.RefreshToken }, { cookie: `theme=dark; auth.sid=${p.Sid}`, 'x-kontur-apikey': apiKey }),
+        (p) =>
+          refreshAt(
+            gateway,
+            { 'refresh-token': p.RefreshToken },
+            { cookie: `theme=dark; auth.sid=${p.Sid}`, 'x-kontur-apikey': apiKey },
+          ),
         (p) => refreshAt(gateway, { sid: p.Sid, 'api-key': apiKey }, { 'x-refresh-token': p.RefreshToken }),
         (p) => refreshAt(gateway, { 'auth.sid': p.Sid, apiKey }, { 'x-refresh-token': p.RefreshToken }),
-        (p) => refreshAt(gateway, { 'refresh-token': p.RefreshToken, 'api-key': apiKey }, { authorization: `auth.sid ${p.Sid}` }),
+        (p) =>
+          refreshAt(
+            gateway,
+            { 'refresh-token': p.RefreshToken, 'api-key': apiKey },
+            { authorization: `auth.sid ${p.Sid}` },
+          ),
       ];
       for (const form of forms) {
         const res = await form(pair);
@@ -83,9 +105,16 @@ describe('session refresh through the gateway', () => {
         pair = res.json() as Pair;
       }
       expect(await probe(user.owners[0]!, pair.Sid)).toBe(404);
-      const missing = await refreshAt(gateway, {}, { authorization: `auth.sid ${pair.Sid}`, 'x-kontur-apikey': apiKey });
+      const missing = await refreshAt(
+        gateway,
+        {},
+        { authorization: `auth.sid ${pair.Sid}`, 'x-kontur-apikey': apiKey },
+      );
       expect(missing.status).toBe(400);
-      expect(missing.json()).toMatchObject({ Code: 'MissingParameters', Message: expect.stringContaining('refresh-token') });
+      expect(missing.json()).toMatchObject({
+        Code: 'MissingParameters',
+        Message: expect.stringContaining('refresh-token'),
+      });
     });
   });
 
@@ -111,7 +140,11 @@ describe('session refresh through the gateway', () => {
     it('gives concurrent refreshes with one pair the same new pair, and stores one', async () => {
       const { cert, user } = await newUser('concurrent');
       const first = await signIn(cert, apiKey);
-      const answers = await Promise.all([headerForm(gateway, first, apiKey), headerForm(gateway, first, apiKey), headerForm(gateway, first, apiKey)]);
+      const answers = await Promise.all([
+        headerForm(gateway, first, apiKey),
+        headerForm(gateway, first, apiKey),
+        headerForm(gateway, first, apiKey),
+      ]);
       expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
       const [a, b, c] = answers.map((x) => x.json() as Pair);
       expect(b).toEqual(a);
@@ -134,7 +167,9 @@ describe('session refresh through the gateway', () => {
       await registerUser(other, user.owners, user.userId);
       const signedWithFirst = await signIn(first, apiKey);
       const signedWithOther = await signIn(other, apiKey);
-      expect(await admin('cert', 'remove', '--thumbprint', first.thumbprint)).toBe(`certificate ${first.thumbprint} removed\n`);
+      expect(await admin('cert', 'remove', '--thumbprint', first.thumbprint)).toBe(
+        `certificate ${first.thumbprint} removed\n`,
+      );
 
       const refused = await headerForm(gateway, signedWithFirst, apiKey);
       expect(refused.status).toBe(403);
@@ -179,14 +214,22 @@ describe('session refresh through the gateway', () => {
 
     async function start(name: string, env: Record<string, string>, port?: number): Promise<ServiceHandle> {
       // LOG_LEVEL info: every request is logged, which the last test reads.
-      const handle = await startService(name, { env: { ...env, LOG_LEVEL: 'info' }, logDir: join(testStack().logDir, 'refresh-windows'), port });
+      const handle = await startService(name, {
+        env: { ...env, LOG_LEVEL: 'info' },
+        logDir: join(testStack().logDir, 'refresh-windows'),
+        port,
+      });
       started.push(handle);
       return handle;
     }
 
     function startAuth(): Promise<ServiceHandle> {
       const stack = testStack();
-      return start('auth-service', { ...stack.authEnv, SESSION_SERVICE_URL: stack.services['session-service']!.url }, authPort);
+      return start(
+        'auth-service',
+        { ...stack.authEnv, SESSION_SERVICE_URL: stack.services['session-service']!.url },
+        authPort,
+      );
     }
 
     async function gatewayFor(sessionService: ServiceHandle): Promise<string> {
@@ -203,8 +246,12 @@ describe('session refresh through the gateway', () => {
       const stack = testStack();
       authPort = await freePort();
       auth = await startAuth();
-      graceGateway = await gatewayFor(await start('session-service', { ...stack.sessionEnv, AUTH_SERVICE_URL: auth.url, REFRESH_GRACE_SECONDS: '1' }));
-      shortGateway = await gatewayFor(await start('session-service', { ...stack.sessionEnv, SESSION_MAX_LIFETIME_SECONDS: '3' }));
+      graceGateway = await gatewayFor(
+        await start('session-service', { ...stack.sessionEnv, AUTH_SERVICE_URL: auth.url, REFRESH_GRACE_SECONDS: '1' }),
+      );
+      shortGateway = await gatewayFor(
+        await start('session-service', { ...stack.sessionEnv, SESSION_MAX_LIFETIME_SECONDS: '3' }),
+      );
     });
 
     afterAll(async () => {
@@ -245,14 +292,19 @@ describe('session refresh through the gateway', () => {
     it('logs no sid, refresh token or api key, whichever form they came in', async () => {
       const { cert } = await newUser('logs');
       const first = await signIn(cert, apiKey);
-      const res = await refreshAt(graceGateway, { 'auth.sid': first.Sid, 'refresh-token': first.RefreshToken, 'api-key': apiKey });
+      const res = await refreshAt(graceGateway, {
+        'auth.sid': first.Sid,
+        'refresh-token': first.RefreshToken,
+        'api-key': apiKey,
+      });
       expect(res.status).toBe(200);
       const second = res.json() as Pair;
       expect((await headerForm(graceGateway, second, apiKey)).status).toBe(200);
       await new Promise((r) => setTimeout(r, 300));
       const logs = started.map((s) => readFileSync(s.logFile, 'utf8')).join('\n');
       expect(logs).toContain('/sessions/v5.13/sessions/refresh?auth.sid=[redacted]');
-      for (const secret of [first.Sid, first.RefreshToken, second.Sid, second.RefreshToken, apiKey]) expect(logs).not.toContain(secret);
+      for (const secret of [first.Sid, first.RefreshToken, second.Sid, second.RefreshToken, apiKey])
+        expect(logs).not.toContain(secret);
     });
 
     it('refuses a refresh past the maximum lifetime with SessionTooOld, and the sids it issued end with the sign-in', async () => {
@@ -262,7 +314,9 @@ describe('session refresh through the gateway', () => {
       expect(res.status).toBe(200);
       const second = res.json() as Pair;
       expect(await probe(user.owners[0]!, second.Sid)).toBe(404);
-      const family = await withDb(`${testStack().prefix}-sessions`, (db) => db.collection('session_families').findOne({ userId: user.userId }));
+      const family = await withDb(`${testStack().prefix}-sessions`, (db) =>
+        db.collection('session_families').findOne({ userId: user.userId }),
+      );
       await new Promise((r) => setTimeout(r, Math.max(0, family!.createdAt.getTime() + 3_200 - Date.now())));
       expect(await probe(user.owners[0]!, second.Sid)).toBe(401);
       const late = await headerForm(shortGateway, second, apiKey);

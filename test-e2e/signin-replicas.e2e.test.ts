@@ -8,7 +8,10 @@ import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 const { startService } = require('../scripts/stack') as {
-  startService: (name: string, opts: { env: Record<string, string>; logDir: string }) => Promise<{ url: string; stop: () => Promise<unknown> }>;
+  startService: (
+    name: string,
+    opts: { env: Record<string, string>; logDir: string },
+  ) => Promise<{ url: string; stop: () => Promise<unknown> }>;
 };
 
 async function validate(serviceUrl: string, sid: string): Promise<number> {
@@ -21,7 +24,10 @@ async function validate(serviceUrl: string, sid: string): Promise<number> {
 }
 
 async function refreshAt(serviceUrl: string, sid: string, refreshToken: string, apiKey: string): Promise<Response> {
-  return fetch(`${serviceUrl}/sessions/v5.13/sessions/refresh?auth.sid=${sid}&refresh-token=${refreshToken}&api-key=${apiKey}`, { method: 'POST' });
+  return fetch(
+    `${serviceUrl}/sessions/v5.13/sessions/refresh?auth.sid=${sid}&refresh-token=${refreshToken}&api-key=${apiKey}`,
+    { method: 'POST' },
+  );
 }
 
 describe('two session-service replicas', () => {

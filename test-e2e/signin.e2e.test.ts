@@ -4,7 +4,19 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { call, contentsUrl } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
-import { admin, approve, authenticate, challenge, newApiKey, pnpmAdmin, refresh, registerUser, sidHeaders, signIn, type TestUser } from './support/signin';
+import {
+  admin,
+  approve,
+  authenticate,
+  challenge,
+  newApiKey,
+  pnpmAdmin,
+  refresh,
+  registerUser,
+  sidHeaders,
+  signIn,
+  type TestUser,
+} from './support/signin';
 import { testStack } from './support/stack';
 
 const HEX64 = /^[0-9A-F]{64}$/;
@@ -37,13 +49,20 @@ describe('certificate sign-in through the gateway', () => {
     const res = await authenticate(readFileSync(chain), { apiKey });
     expect(res.status).toBe(200);
     const { EncryptedKey, Link } = res.json();
-    expect(Link).toEqual({ Rel: 'approve-cert', Href: `${testStack().gatewayUrl}/auth/v5.13/approve-cert?thumbprint=${alice.thumbprint}` });
+    expect(Link).toEqual({
+      Rel: 'approve-cert',
+      Href: `${testStack().gatewayUrl}/auth/v5.13/approve-cert?thumbprint=${alice.thumbprint}`,
+    });
 
     const rnd = decryptEncryptedKey(EncryptedKey, alice);
     expect(rnd.length).toBe(48);
     expect(rnd.subarray(0, 16).toString('hex')).toBe(aliceUser.userId.replace(/-/g, ''));
 
-    const approved = await call(`${Link.Href}&apiKey=${apiKey}`, { method: 'POST', body: rnd, headers: { 'content-type': 'application/octet-stream' } });
+    const approved = await call(`${Link.Href}&apiKey=${apiKey}`, {
+      method: 'POST',
+      body: rnd,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     expect(approved.status).toBe(200);
     const first = approved.json() as { Sid: string; RefreshToken: string };
     expect(first.Sid).toMatch(HEX64);
@@ -62,7 +81,9 @@ describe('certificate sign-in through the gateway', () => {
     const downloaded = await call(contentsUrl(owner!, id), { headers: sidHeaders(first.Sid, 'cookie') });
     expect(downloaded.status).toBe(200);
     expect(Buffer.compare(downloaded.body, data)).toBe(0);
-    expect((await call(contentsUrl(randomUUID()), { method: 'POST', body: data, headers: sidHeaders(first.Sid) })).status).toBe(403);
+    expect(
+      (await call(contentsUrl(randomUUID()), { method: 'POST', body: data, headers: sidHeaders(first.Sid) })).status,
+    ).toBe(403);
 
     // Refresh: a new pair; the old sid stops working at once.
     const refreshed = await refresh(first.Sid, first.RefreshToken, apiKey);
@@ -82,7 +103,10 @@ describe('certificate sign-in through the gateway', () => {
 
     // Once the new pair was refreshed in turn, the old refresh token is a reuse: 403, and the
     // whole family is revoked, the newest pair included.
-    const third = (await refresh(second.Sid, second.RefreshToken, apiKey)).json() as { Sid: string; RefreshToken: string };
+    const third = (await refresh(second.Sid, second.RefreshToken, apiKey)).json() as {
+      Sid: string;
+      RefreshToken: string;
+    };
     expect((await call(contentsUrl(owner!, id), { headers: sidHeaders(third.Sid) })).status).toBe(200);
     const reused = await refresh(first.Sid, first.RefreshToken, apiKey);
     expect(reused.status).toBe(403);
@@ -93,10 +117,13 @@ describe('certificate sign-in through the gateway', () => {
 
   it('refreshes with the sid given as `sid` and the api key as X-Kontur-Apikey', async () => {
     const pair = await signIn(alice, apiKey, readFileSync(pki.chainFile(alice, bodyIntermediate)));
-    const res = await call(`${testStack().gatewayUrl}/sessions/v5.12/sessions/refresh?sid=${pair.Sid}&refresh-token=${pair.RefreshToken}`, {
-      method: 'POST',
-      headers: { 'x-kontur-apikey': apiKey },
-    });
+    const res = await call(
+      `${testStack().gatewayUrl}/sessions/v5.12/sessions/refresh?sid=${pair.Sid}&refresh-token=${pair.RefreshToken}`,
+      {
+        method: 'POST',
+        headers: { 'x-kontur-apikey': apiKey },
+      },
+    );
     expect(res.status).toBe(200);
     expect(res.json().Sid).toMatch(HEX64);
   });
@@ -118,20 +145,29 @@ describe('certificate sign-in through the gateway', () => {
     }
   });
 
-  it.each(['ec-p256', 'ec-p384'] as const)('signs in with an EC certificate (%s) through ECDH key agreement', async (kind) => {
-    const ecUser = pki.issue(`ec-user-${kind}`, knownIntermediate, { kind });
-    const user = await registerUser(ecUser);
-    const pair = await signIn(ecUser, apiKey);
-    expect(pair.Sid).toMatch(HEX64);
-    const res = await call(contentsUrl(user.owners[0]!), { method: 'POST', body: Buffer.from('ec'), headers: sidHeaders(pair.Sid) });
-    expect(res.status).toBe(201);
-  });
+  it.each(['ec-p256', 'ec-p384'] as const)(
+    'signs in with an EC certificate (%s) through ECDH key agreement',
+    async (kind) => {
+      const ecUser = pki.issue(`ec-user-${kind}`, knownIntermediate, { kind });
+      const user = await registerUser(ecUser);
+      const pair = await signIn(ecUser, apiKey);
+      expect(pair.Sid).toMatch(HEX64);
+      const res = await call(contentsUrl(user.owners[0]!), {
+        method: 'POST',
+        body: Buffer.from('ec'),
+        headers: sidHeaders(pair.Sid),
+      });
+      expect(res.status).toBe(201);
+    },
+  );
 
   it('exactly one of concurrent approves with the same rnd opens a session', async () => {
     const { rnd } = await challenge(bob, apiKey);
     const answers = await Promise.all(Array.from({ length: 8 }, () => approve(bob.thumbprint, rnd, apiKey)));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
-    expect(answers.filter((a) => a.status === 403).map((a) => a.json().Code)).toEqual(Array(7).fill('RndBytesNotFound'));
+    expect(answers.filter((a) => a.status === 403).map((a) => a.json().Code)).toEqual(
+      Array(7).fill('RndBytesNotFound'),
+    );
   });
 
   it('runs the admin command line through `pnpm --silent admin`', async () => {

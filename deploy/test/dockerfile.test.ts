@@ -51,7 +51,8 @@ function parse(): { globalArgs: Record<string, string>; stages: Stage[] } {
 const { globalArgs, stages } = parse();
 const runtime = stages.at(-1)!;
 const build = stages.find((s) => s.name === 'build');
-const resolve = (image: string) => image.replace(/\$\{?(\w+)\}?/g, (_, name: string) => globalArgs[name] ?? `<unset ${name}>`);
+const resolve = (image: string) =>
+  image.replace(/\$\{?(\w+)\}?/g, (_, name: string) => globalArgs[name] ?? `<unset ${name}>`);
 const all = stages.flatMap((s) => s.steps);
 
 describe('deploy/Dockerfile', () => {
@@ -86,7 +87,9 @@ describe('deploy/Dockerfile', () => {
     const copies = runtime.steps.filter((s) => s.keyword === 'COPY' || s.keyword === 'ADD');
     expect(copies.length).toBeGreaterThan(0);
     // The target directory of `pnpm ... deploy [flags] <dir>`.
-    const deployOut = /pnpm [^&]*\bdeploy\b(?:\s+--?[\w-]+)*\s+(\/[^\s&]+)/.exec(build!.steps.map((s) => s.raw).join(' '))?.[1];
+    const deployOut = /pnpm [^&]*\bdeploy\b(?:\s+--?[\w-]+)*\s+(\/[^\s&]+)/.exec(
+      build!.steps.map((s) => s.raw).join(' '),
+    )?.[1];
     expect(deployOut).toBeDefined();
     for (const c of copies) {
       expect(c.keyword).toBe('COPY');
@@ -150,7 +153,8 @@ describe('deploy/Dockerfile', () => {
         for (const p of packages) expect(p.replace(/"/g, '')).toMatch(/@(\d+\.\d+\.\d+|\$\{?\w+\}?)$/);
       }
     }
-    for (const [name, value] of Object.entries(globalArgs)) expect({ name, value }).toEqual({ name, value: expect.stringMatching(/\S/) });
+    for (const [name, value] of Object.entries(globalArgs))
+      expect({ name, value }).toEqual({ name, value: expect.stringMatching(/\S/) });
   });
 
   it('can build every service: each has a package @cp/<dir> with a build script and dist/main.js', () => {

@@ -33,7 +33,10 @@ function named(objects: K8sObject[], kind: string, name: string): K8sObject {
 }
 
 function selects(
-  selector: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] },
+  selector: {
+    matchLabels?: Record<string, string>;
+    matchExpressions?: { key: string; operator: string; values?: string[] }[];
+  },
   labels: Record<string, string>,
 ): boolean {
   const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
@@ -76,10 +79,12 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
   it('keeps secret-looking settings out of ConfigMaps and literal env values', () => {
     const leaks: string[] = [];
     for (const cm of byKind(objects, 'ConfigMap'))
-      for (const key of Object.keys(cm.data ?? {})) if (SECRET_LOOKING.test(key)) leaks.push(`${cm.metadata.name}: ${key}`);
+      for (const key of Object.keys(cm.data ?? {}))
+        if (SECRET_LOOKING.test(key)) leaks.push(`${cm.metadata.name}: ${key}`);
     for (const d of deployments)
       for (const c of d.spec.template.spec.containers)
-        for (const e of c.env ?? []) if (SECRET_LOOKING.test(e.name) && e.value !== undefined) leaks.push(`${d.metadata.name}: ${e.name}`);
+        for (const e of c.env ?? [])
+          if (SECRET_LOOKING.test(e.name) && e.value !== undefined) leaks.push(`${d.metadata.name}: ${e.name}`);
     expect(leaks).toEqual([]);
   });
 
@@ -113,41 +118,54 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
     expect(containerEnv(objects, container).PORT).toBe(String(container.ports[0].containerPort));
   });
 
-  it.each(deployments.map((d) => [d.metadata.name, d] as const))('Deployment %s has probes, requests and limits, and runs as non-root', (name, deployment) => {
-    const pod = deployment.spec.template.spec;
-    expect(pod.securityContext?.runAsNonRoot).toBe(true);
-    if (pod.securityContext?.runAsUser !== undefined) expect(pod.securityContext.runAsUser).not.toBe(0);
-    expect(pod.automountServiceAccountToken).toBe(false);
-    for (const c of pod.containers) {
-      for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'])
-        expect({ container: c.name, probe, defined: c[probe] !== undefined }).toEqual({ container: c.name, probe, defined: true });
-      for (const kind of ['requests', 'limits']) for (const r of ['cpu', 'memory']) expect(c.resources?.[kind]?.[r]).toBeDefined();
-      expect(c.securityContext?.allowPrivilegeEscalation).toBe(false);
-      expect(c.securityContext?.capabilities?.drop).toContain('ALL');
-      expect(c.securityContext?.privileged ?? false).toBe(false);
-      if (c.securityContext?.runAsUser !== undefined) expect(c.securityContext.runAsUser).not.toBe(0);
-    }
-    if ((SERVICES as readonly string[]).includes(name)) {
-      const c = pod.containers[0];
-      expect(c.startupProbe.httpGet.path).toBe('/healthz');
-      expect(c.livenessProbe.httpGet.path).toBe('/healthz');
-      expect(c.readinessProbe.httpGet.path).toBe('/readyz');
-      // Read-only root: the only writable place is an emptyDir on /tmp.
-      expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
-      const tmp = c.volumeMounts.find((m: K8sObject) => m.mountPath === '/tmp');
-      expect(pod.volumes.find((v: K8sObject) => v.name === tmp?.name)?.emptyDir).toBeDefined();
-    }
-  });
+  it.each(deployments.map((d) => [d.metadata.name, d] as const))(
+    'Deployment %s has probes, requests and limits, and runs as non-root',
+    (name, deployment) => {
+      const pod = deployment.spec.template.spec;
+      expect(pod.securityContext?.runAsNonRoot).toBe(true);
+      if (pod.securityContext?.runAsUser !== undefined) expect(pod.securityContext.runAsUser).not.toBe(0);
+      expect(pod.automountServiceAccountToken).toBe(false);
+      for (const c of pod.containers) {
+        for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'])
+          expect({ container: c.name, probe, defined: c[probe] !== undefined }).toEqual({
+            container: c.name,
+            probe,
+            defined: true,
+          });
+        for (const kind of ['requests', 'limits'])
+          for (const r of ['cpu', 'memory']) expect(c.resources?.[kind]?.[r]).toBeDefined();
+        expect(c.securityContext?.allowPrivilegeEscalation).toBe(false);
+        expect(c.securityContext?.capabilities?.drop).toContain('ALL');
+        expect(c.securityContext?.privileged ?? false).toBe(false);
+        if (c.securityContext?.runAsUser !== undefined) expect(c.securityContext.runAsUser).not.toBe(0);
+      }
+      if ((SERVICES as readonly string[]).includes(name)) {
+        const c = pod.containers[0];
+        expect(c.startupProbe.httpGet.path).toBe('/healthz');
+        expect(c.livenessProbe.httpGet.path).toBe('/healthz');
+        expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+        // Read-only root: the only writable place is an emptyDir on /tmp.
+        expect(c.securityContext.readOnlyRootFilesystem).toBe(true);
+        const tmp = c.volumeMounts.find((m: K8sObject) => m.mountPath === '/tmp');
+        expect(pod.volumes.find((v: K8sObject) => v.name === tmp?.name)?.emptyDir).toBeDefined();
+      }
+    },
+  );
 
-  it.each(PART_CARRIERS)('%s drains for longer than a 64 MiB part takes on a slow link, within terminationGracePeriodSeconds', (name) => {
-    const deployment = named(objects, 'Deployment', name);
-    const pod = deployment.spec.template.spec;
-    const container = pod.containers[0];
-    const graceMs = Number(containerEnv(objects, container).SHUTDOWN_GRACE_MS);
-    expect(graceMs).toBeGreaterThanOrEqual((PART / SLOW_LINK_BYTES_PER_SECOND) * 1000);
-    // The kubelet kills at terminationGracePeriodSeconds, counted from before preStop; keep 10 s for closing pools.
-    expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(preStopDelaySeconds(container) + graceMs / 1000 + 10);
-  });
+  it.each(PART_CARRIERS)(
+    '%s drains for longer than a 64 MiB part takes on a slow link, within terminationGracePeriodSeconds',
+    (name) => {
+      const deployment = named(objects, 'Deployment', name);
+      const pod = deployment.spec.template.spec;
+      const container = pod.containers[0];
+      const graceMs = Number(containerEnv(objects, container).SHUTDOWN_GRACE_MS);
+      expect(graceMs).toBeGreaterThanOrEqual((PART / SLOW_LINK_BYTES_PER_SECOND) * 1000);
+      // The kubelet kills at terminationGracePeriodSeconds, counted from before preStop; keep 10 s for closing pools.
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(
+        preStopDelaySeconds(container) + graceMs / 1000 + 10,
+      );
+    },
+  );
 
   it.each(SERVICES)('%s waits in preStop so endpoints go before the listener closes', (name) => {
     const container = named(objects, 'Deployment', name).spec.template.spec.containers[0];
@@ -176,7 +194,10 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
       for (const rule of route!.spec.rules) {
         // Unset is up to the implementation (Envoy: 15 s); both are set, and "0s" counts as no deadline.
         const { request, backendRequest } = rule.timeouts ?? {};
-        expect({ request, backendRequest }).toEqual({ request: expect.any(String), backendRequest: expect.any(String) });
+        expect({ request, backendRequest }).toEqual({
+          request: expect.any(String),
+          backendRequest: expect.any(String),
+        });
         const within = (seconds: number) => seconds === 0 || seconds >= CONTENT_LIMIT / SLOW_LINK_BYTES_PER_SECOND;
         expect([request, within(gatewayDuration(request))]).toEqual([request, true]);
         expect([backendRequest, within(gatewayDuration(backendRequest))]).toEqual([backendRequest, true]);
@@ -187,10 +208,16 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
       const gateways = byKind(objects, 'Gateway');
       const [route] = byKind(objects, 'HTTPRoute');
       for (const parent of route!.spec.parentRefs) {
-        const gateway = gateways.find((g) => g.metadata.name === parent.name && (parent.namespace ?? route!.metadata.namespace) === g.metadata.namespace);
+        const gateway = gateways.find(
+          (g) =>
+            g.metadata.name === parent.name && (parent.namespace ?? route!.metadata.namespace) === g.metadata.namespace,
+        );
         if (!gateway) continue; // the cluster operator's own Gateway (base)
         const listener = gateway.spec.listeners.find((l: K8sObject) => l.name === parent.sectionName);
-        expect(listener).toMatchObject({ protocol: 'HTTPS', tls: { mode: 'Terminate', certificateRefs: [{ name: 'content-platform-tls' }] } });
+        expect(listener).toMatchObject({
+          protocol: 'HTTPS',
+          tls: { mode: 'Terminate', certificateRefs: [{ name: 'content-platform-tls' }] },
+        });
         expect(route!.spec.hostnames).toContain(listener.hostname);
       }
     });
@@ -202,7 +229,9 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
         expect(ingress.spec.ingressClassName).toMatch(/\S/);
         // Controller-specific tuning lives in README "Edge", not in annotations the next controller ignores.
         expect(ingress.metadata.annotations ?? {}).toEqual({});
-        const backends = ingress.spec.rules.flatMap((r: K8sObject) => r.http.paths.map((p: K8sObject) => p.backend.service));
+        const backends = ingress.spec.rules.flatMap((r: K8sObject) =>
+          r.http.paths.map((p: K8sObject) => p.backend.service),
+        );
         for (const backend of backends) {
           expect(backend.name).toBe('gateway');
           expect(servicePort(gatewayService, backend.port)?.targetPort).toBe('http');
@@ -226,76 +255,101 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
 
   describe('metrics', () => {
     const metricsPort = (name: string) =>
-      named(objects, 'Deployment', name).spec.template.spec.containers[0].ports.find((p: K8sObject) => p.name === 'metrics') as K8sObject | undefined;
+      named(objects, 'Deployment', name).spec.template.spec.containers[0].ports.find(
+        (p: K8sObject) => p.name === 'metrics',
+      ) as K8sObject | undefined;
 
-    it.each(SERVICES)('%s has a container port `metrics` on ADMIN_PORT, with readiness there and liveness on the API port', (name) => {
-      const container = named(objects, 'Deployment', name).spec.template.spec.containers[0];
-      const port = metricsPort(name);
-      expect(port).toMatchObject({ containerPort: expect.any(Number), protocol: 'TCP' });
-      expect(containerEnv(objects, container).ADMIN_PORT).toBe(String(port!.containerPort));
-      expect(port!.containerPort).not.toBe(container.ports.find((p: K8sObject) => p.name === 'http').containerPort);
-      expect(container.readinessProbe.httpGet.port).toBe('metrics');
-      expect(container.livenessProbe.httpGet.port).toBe('http');
-      expect(container.startupProbe.httpGet.port).toBe('http');
-    });
+    it.each(SERVICES)(
+      '%s has a container port `metrics` on ADMIN_PORT, with readiness there and liveness on the API port',
+      (name) => {
+        const container = named(objects, 'Deployment', name).spec.template.spec.containers[0];
+        const port = metricsPort(name);
+        expect(port).toMatchObject({ containerPort: expect.any(Number), protocol: 'TCP' });
+        expect(containerEnv(objects, container).ADMIN_PORT).toBe(String(port!.containerPort));
+        expect(port!.containerPort).not.toBe(container.ports.find((p: K8sObject) => p.name === 'http').containerPort);
+        expect(container.readinessProbe.httpGet.port).toBe('metrics');
+        expect(container.livenessProbe.httpGet.port).toBe('http');
+        expect(container.startupProbe.httpGet.port).toBe('http');
+      },
+    );
 
     it('exposes no metrics port in any Service, so no route or ingress can reach one', () => {
       const metricsPorts = SERVICES.flatMap((name) => ['metrics', metricsPort(name)?.containerPort]);
       const exposed = byKind(objects, 'Service').flatMap((s) =>
-        s.spec.ports.filter((p: K8sObject) => metricsPorts.includes(p.targetPort ?? p.port)).map((p: K8sObject) => `${s.metadata.name}:${p.port}`),
+        s.spec.ports
+          .filter((p: K8sObject) => metricsPorts.includes(p.targetPort ?? p.port))
+          .map((p: K8sObject) => `${s.metadata.name}:${p.port}`),
       );
       expect(exposed).toEqual([]);
     });
 
     it('relies on no prometheus.io scrape annotations', () => {
       const annotated = byKind(objects, 'Deployment').filter((d) =>
-        Object.keys({ ...d.metadata.annotations, ...d.spec.template.metadata.annotations }).some((k) => k.startsWith('prometheus.io/')),
+        Object.keys({ ...d.metadata.annotations, ...d.spec.template.metadata.annotations }).some((k) =>
+          k.startsWith('prometheus.io/'),
+        ),
       );
       expect(annotated.map((d) => d.metadata.name)).toEqual([]);
     });
 
     const monitors = [...byKind(objects, 'PodMonitor'), ...byKind(objects, 'ServiceMonitor')];
     // A laptop cluster has no Prometheus Operator; every other environment is scraped.
-    (dir === 'overlays/local' ? it.skip : it)('has a PodMonitor on the port `metrics` that selects every service', () => {
-      expect(monitors.map((m) => `${m.apiVersion} ${m.kind}`)).toEqual(['monitoring.coreos.com/v1 PodMonitor']);
-      const monitor = monitors[0]!;
-      expect(monitor.spec.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
-      for (const name of SERVICES) {
-        const labels = named(objects, 'Deployment', name).spec.template.metadata.labels;
-        expect([name, selects(monitor.spec.selector, labels)]).toEqual([name, true]);
-      }
-    });
+    (dir === 'overlays/local' ? it.skip : it)(
+      'has a PodMonitor on the port `metrics` that selects every service',
+      () => {
+        expect(monitors.map((m) => `${m.apiVersion} ${m.kind}`)).toEqual(['monitoring.coreos.com/v1 PodMonitor']);
+        const monitor = monitors[0]!;
+        expect(monitor.spec.podMetricsEndpoints).toEqual([
+          expect.objectContaining({ port: 'metrics', path: '/metrics' }),
+        ]);
+        for (const name of SERVICES) {
+          const labels = named(objects, 'Deployment', name).spec.template.metadata.labels;
+          expect([name, selects(monitor.spec.selector, labels)]).toEqual([name, true]);
+        }
+      },
+    );
   });
 
   describe('NetworkPolicies', () => {
     const policies = byKind(objects, 'NetworkPolicy');
-    const podLabelsOf = (name: string) => named(objects, 'Deployment', name).spec.template.metadata.labels as Record<string, string>;
+    const podLabelsOf = (name: string) =>
+      named(objects, 'Deployment', name).spec.template.metadata.labels as Record<string, string>;
     const ingressRulesFor = (labels: Record<string, string>) =>
       policies
         .filter((p) => selects(p.spec.podSelector, labels) && (p.spec.policyTypes ?? ['Ingress']).includes('Ingress'))
         .flatMap((p) => p.spec.ingress ?? []);
 
     it('deny all ingress unless a policy allows it', () => {
-      const denyAll = policies.find((p) => Object.keys(p.spec.podSelector).length === 0 && p.spec.policyTypes?.includes('Ingress') && !p.spec.ingress?.length);
+      const denyAll = policies.find(
+        (p) =>
+          Object.keys(p.spec.podSelector).length === 0 &&
+          p.spec.policyTypes?.includes('Ingress') &&
+          !p.spec.ingress?.length,
+      );
       expect(denyAll).toBeDefined();
     });
 
     const fromOutside = (rule: K8sObject) =>
-      !rule.from || rule.from.length === 0 || rule.from.some((peer: K8sObject) => peer.namespaceSelector || peer.ipBlock);
+      !rule.from ||
+      rule.from.length === 0 ||
+      rule.from.some((peer: K8sObject) => peer.namespaceSelector || peer.ipBlock);
     const fromMonitoring = (rule: K8sObject) =>
       rule.from?.length > 0 &&
       rule.from.every(
         (peer: K8sObject) =>
           !peer.ipBlock &&
           !peer.podSelector &&
-          JSON.stringify(peer.namespaceSelector) === JSON.stringify({ matchLabels: { 'kubernetes.io/metadata.name': MONITORING_NAMESPACE } }),
+          JSON.stringify(peer.namespaceSelector) ===
+            JSON.stringify({ matchLabels: { 'kubernetes.io/metadata.name': MONITORING_NAMESPACE } }),
       );
     // A rule without ports admits every port.
     const portsOf = (rule: K8sObject) => (rule.ports ?? [{ port: '(every port)' }]).map((p: K8sObject) => p.port);
 
     it("let only the gateway's API port take traffic from outside the namespace (Prometheus aside)", () => {
       for (const name of SERVICES) {
-        const outside = ingressRulesFor(podLabelsOf(name)).filter((rule: K8sObject) => fromOutside(rule) && !fromMonitoring(rule));
+        const outside = ingressRulesFor(podLabelsOf(name)).filter(
+          (rule: K8sObject) => fromOutside(rule) && !fromMonitoring(rule),
+        );
         expect({ name, ports: outside.map(portsOf) }).toEqual({ name, ports: name === 'gateway' ? [['http']] : [] });
       }
     });
@@ -310,7 +364,10 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
     it.each(Object.entries(CALLERS))('let only its callers reach %s', (name, expected) => {
       const peers = ingressRulesFor(podLabelsOf(name)).flatMap((rule: K8sObject) => rule.from ?? []);
       const callers = SERVICES.filter((caller) =>
-        peers.some((peer: K8sObject) => peer.podSelector && !peer.namespaceSelector && selects(peer.podSelector, podLabelsOf(caller))),
+        peers.some(
+          (peer: K8sObject) =>
+            peer.podSelector && !peer.namespaceSelector && selects(peer.podSelector, podLabelsOf(caller)),
+        ),
       );
       expect(new Set(callers)).toEqual(new Set(expected));
       // No peer that would also admit some other pod of the namespace.
@@ -324,7 +381,9 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
       const [namespace] = byKind(objects, 'Namespace');
       expect(namespace?.metadata.labels?.['pod-security.kubernetes.io/enforce']).toBe('restricted');
       for (const o of objects.filter((x) => x.kind !== 'Namespace'))
-        expect(`${o.kind}/${o.metadata.name} in ${o.metadata.namespace}`).toBe(`${o.kind}/${o.metadata.name} in ${namespace!.metadata.name}`);
+        expect(`${o.kind}/${o.metadata.name} in ${o.metadata.namespace}`).toBe(
+          `${o.kind}/${o.metadata.name} in ${namespace!.metadata.name}`,
+        );
     });
 
     if (dir === 'overlays/production')
@@ -332,12 +391,16 @@ describe.each(['base', ...overlays.map((o) => `overlays/${o}`)])('k8s/%s', (dir)
         const account = named(objects, 'ServiceAccount', 'content-service');
         expect(account.metadata.annotations?.['eks.amazonaws.com/role-arn']).toMatch(/^arn:aws:iam::\d{12}:role\/\S+$/);
         expect(account.automountServiceAccountToken).toBe(false);
-        expect(named(objects, 'Deployment', 'content-service').spec.template.spec.serviceAccountName).toBe('content-service');
+        expect(named(objects, 'Deployment', 'content-service').spec.template.spec.serviceAccountName).toBe(
+          'content-service',
+        );
       });
 
     it('runs images with an explicit tag', () => {
-      for (const d of deployments) for (const c of d.spec.template.spec.containers) expect(c.image).toMatch(/:[\w.-]+$/);
-      for (const d of deployments) for (const c of d.spec.template.spec.containers) expect(c.image).not.toMatch(/:latest$/);
+      for (const d of deployments)
+        for (const c of d.spec.template.spec.containers) expect(c.image).toMatch(/:[\w.-]+$/);
+      for (const d of deployments)
+        for (const c of d.spec.template.spec.containers) expect(c.image).not.toMatch(/:latest$/);
     });
   }
 });

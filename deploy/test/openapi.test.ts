@@ -15,9 +15,9 @@ const GATEWAY_OWN = ['/healthz', '/openapi.yaml', '/openapi.json', '/docs'];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- an OpenAPI document
 type Node = any;
-const operations: { path: string; method: string; op: Node }[] = Object.entries(doc.paths as Record<string, Node>).flatMap(([path, item]) =>
-  METHODS.filter((m) => item[m]).map((method) => ({ path, method, op: item[method] })),
-);
+const operations: { path: string; method: string; op: Node }[] = Object.entries(
+  doc.paths as Record<string, Node>,
+).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((method) => ({ path, method, op: item[method] })));
 const deref = (node: Node): Node => {
   let n = node;
   while (n?.$ref)
@@ -74,7 +74,11 @@ describe('services/gateway/openapi.yaml', () => {
       const o = op(method, path);
       expect({ key, statuses: statuses(o) }).toEqual({ key, statuses: expect.arrayContaining(codes) });
       for (const status of statuses(o).filter((s) => Number(s) >= 400)) {
-        expect({ key, status, body: bodySchemaRef(o.responses[status]) }).toEqual({ key, status, body: '#/components/schemas/ContentsError' });
+        expect({ key, status, body: bodySchemaRef(o.responses[status]) }).toEqual({
+          key,
+          status,
+          body: '#/components/schemas/ContentsError',
+        });
       }
     }
     const error = doc.components.schemas.ContentsError;
@@ -84,7 +88,12 @@ describe('services/gateway/openapi.yaml', () => {
   it('gives /auth and /sessions errors the {"Code","Message"} body', () => {
     for (const { path, method, op: o } of operations.filter((x) => /^\/(auth|sessions)\//.test(x.path))) {
       for (const status of statuses(o).filter((s) => Number(s) >= 400)) {
-        expect({ path, method, status, body: bodySchemaRef(o.responses[status]) }).toEqual({ path, method, status, body: '#/components/schemas/CodeError' });
+        expect({ path, method, status, body: bodySchemaRef(o.responses[status]) }).toEqual({
+          path,
+          method,
+          status,
+          body: '#/components/schemas/CodeError',
+        });
       }
     }
     expect(doc.components.schemas.CodeError.required).toEqual(['Code', 'Message']);
@@ -93,7 +102,11 @@ describe('services/gateway/openapi.yaml', () => {
   it('documents Retry-After on every 503 of the API (not on the pages the gateway serves itself)', () => {
     for (const { path, method, op: o } of operations) {
       if (!o.responses['503'] || GATEWAY_OWN.includes(path)) continue;
-      expect({ path, method, retryAfter: Boolean(deref(o.responses['503']).headers?.['Retry-After']) }).toEqual({ path, method, retryAfter: true });
+      expect({ path, method, retryAfter: Boolean(deref(o.responses['503']).headers?.['Retry-After']) }).toEqual({
+        path,
+        method,
+        retryAfter: true,
+      });
     }
   });
 
@@ -108,7 +121,10 @@ describe('services/gateway/openapi.yaml', () => {
     for (const path of Object.keys(doc.paths)) {
       expect(path).not.toMatch(/internal/i);
       const concrete = path.replace(/\{[^}]+\}/g, '00000000-0000-4000-8000-000000000000');
-      expect({ path, served: GATEWAY_OWN.includes(path) || upstreamFor(concrete) !== null }).toEqual({ path, served: true });
+      expect({ path, served: GATEWAY_OWN.includes(path) || upstreamFor(concrete) !== null }).toEqual({
+        path,
+        served: true,
+      });
     }
   });
 });

@@ -21,7 +21,11 @@ function usersIn(args: string[]): Record<string, string> {
 
 describe('Redis users', () => {
   const compose = usersIn(
-    (parse(readFileSync(join(ROOT, 'deploy', 'compose.yaml'), 'utf8')) as { services: { redis: { command: string[] } } }).services.redis.command,
+    (
+      parse(readFileSync(join(ROOT, 'deploy', 'compose.yaml'), 'utf8')) as {
+        services: { redis: { command: string[] } };
+      }
+    ).services.redis.command,
   );
 
   it('compose gives each service its own user and the default user only PING', () => {
@@ -31,19 +35,24 @@ describe('Redis users', () => {
   });
 
   it('the local overlay runs Redis with the same users', () => {
-    const redis = renderKustomization(join('k8s', 'overlays', 'local')).find((o) => o.kind === 'Deployment' && o.metadata.name === 'redis')!;
+    const redis = renderKustomization(join('k8s', 'overlays', 'local')).find(
+      (o) => o.kind === 'Deployment' && o.metadata.name === 'redis',
+    )!;
     expect(usersIn(redis.spec.template.spec.containers[0].args)).toEqual(compose);
   });
 
-  it.each(['content-service', 'session-service', 'auth-service'])('the Secrets example of %s shows the same ACL and a REDIS_URL with that user', (service) => {
-    const example = readFileSync(join(ROOT, 'k8s', 'secrets', `${service}-secrets.env.example`), 'utf8');
-    const acl = new RegExp(`ACL SETUSER ${service} (.*)$`, 'm').exec(example)?.[1];
-    expect(
-      acl
-        ?.split(/\s+/)
-        .filter((r) => !r.startsWith('>'))
-        .join(' '),
-    ).toBe(compose[service]);
-    expect(example).toMatch(new RegExp(`^REDIS_URL=rediss?://${service}:`, 'm'));
-  });
+  it.each(['content-service', 'session-service', 'auth-service'])(
+    'the Secrets example of %s shows the same ACL and a REDIS_URL with that user',
+    (service) => {
+      const example = readFileSync(join(ROOT, 'k8s', 'secrets', `${service}-secrets.env.example`), 'utf8');
+      const acl = new RegExp(`ACL SETUSER ${service} (.*)$`, 'm').exec(example)?.[1];
+      expect(
+        acl
+          ?.split(/\s+/)
+          .filter((r) => !r.startsWith('>'))
+          .join(' '),
+      ).toBe(compose[service]);
+      expect(example).toMatch(new RegExp(`^REDIS_URL=rediss?://${service}:`, 'm'));
+    },
+  );
 });

@@ -17,12 +17,16 @@ interface RenovateConfig {
 }
 
 const config = JSON.parse(readFileSync(join(ROOT, 'renovate.json'), 'utf8')) as RenovateConfig;
-const catalog = Object.keys((parse(readFileSync(join(ROOT, 'pnpm-workspace.yaml'), 'utf8')) as { catalog: Record<string, string> }).catalog);
+const catalog = Object.keys(
+  (parse(readFileSync(join(ROOT, 'pnpm-workspace.yaml'), 'utf8')) as { catalog: Record<string, string> }).catalog,
+);
 
 /** Renovate's `/regex/` file patterns (the only form used here). */
-const fileMatches = (file: string) => (config.npm?.managerFilePatterns ?? []).some((p) => new RegExp(p.replace(/^\/(.*)\/$/, '$1')).test(file));
+const fileMatches = (file: string) =>
+  (config.npm?.managerFilePatterns ?? []).some((p) => new RegExp(p.replace(/^\/(.*)\/$/, '$1')).test(file));
 /** Renovate's package-name patterns as used here: exact names and `scope/**`. */
-const nameMatches = (pattern: string, name: string) => (pattern.endsWith('/**') ? name.startsWith(pattern.slice(0, -2)) : pattern === name);
+const nameMatches = (pattern: string, name: string) =>
+  pattern.endsWith('/**') ? name.startsWith(pattern.slice(0, -2)) : pattern === name;
 
 describe('renovate.json', () => {
   it('updates through the npm manager, which reads the catalog in pnpm-workspace.yaml and every package.json', () => {
@@ -34,7 +38,9 @@ describe('renovate.json', () => {
   });
 
   it('groups the packages that move together', () => {
-    const groupOf = (name: string) => config.packageRules?.find((r) => r.groupName && r.matchPackageNames?.some((p) => nameMatches(p, name)))?.groupName;
+    const groupOf = (name: string) =>
+      config.packageRules?.find((r) => r.groupName && r.matchPackageNames?.some((p) => nameMatches(p, name)))
+        ?.groupName;
     expect(groupOf('@aws-sdk/client-s3')).toBe('AWS SDK');
     expect(groupOf('@aws-sdk/lib-storage')).toBe('AWS SDK');
     expect(groupOf('typescript-eslint')).toBe(groupOf('eslint'));
@@ -56,11 +62,19 @@ describe('renovate.json', () => {
   it('every third-party dependency of every package.json is a catalog entry', () => {
     const manifests = ['package.json', ...readdirPackages()];
     for (const file of manifests) {
-      const manifest = JSON.parse(readFileSync(join(ROOT, file), 'utf8')) as Record<string, Record<string, string> | undefined>;
+      const manifest = JSON.parse(readFileSync(join(ROOT, file), 'utf8')) as Record<
+        string,
+        Record<string, string> | undefined
+      >;
       for (const field of ['dependencies', 'devDependencies'])
         for (const [name, spec] of Object.entries(manifest[field] ?? {})) {
           if (spec.startsWith('workspace:')) continue;
-          expect({ file, name, spec, inCatalog: catalog.includes(name) }).toEqual({ file, name, spec: 'catalog:', inCatalog: true });
+          expect({ file, name, spec, inCatalog: catalog.includes(name) }).toEqual({
+            file,
+            name,
+            spec: 'catalog:',
+            inCatalog: true,
+          });
         }
     }
   });

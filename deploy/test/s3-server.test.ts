@@ -22,7 +22,10 @@ describe('deploy/compose.yaml', () => {
   });
 
   it('gives versitygw the content-service S3 keys as its root account', () => {
-    expect({ ROOT_ACCESS_KEY: s3.environment.ROOT_ACCESS_KEY, ROOT_SECRET_KEY: s3.environment.ROOT_SECRET_KEY }).toEqual({
+    expect({
+      ROOT_ACCESS_KEY: s3.environment.ROOT_ACCESS_KEY,
+      ROOT_SECRET_KEY: s3.environment.ROOT_SECRET_KEY,
+    }).toEqual({
       ROOT_ACCESS_KEY: content.S3_ACCESS_KEY_ID,
       ROOT_SECRET_KEY: content.S3_SECRET_ACCESS_KEY,
     });
@@ -53,21 +56,27 @@ describe('k8s/overlays/local', () => {
     expect(env).toMatchObject({ VGW_BACKEND: 'posix', VGW_BACKEND_ARG: '/data', VGW_PORT: ':9000' });
     const data = container.volumeMounts.find((m: K8sObject) => m.mountPath === '/data');
     expect(deployment.spec.template.spec.volumes.find((v: K8sObject) => v.name === data.name).emptyDir).toBeDefined();
-    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) expect(container[probe].httpGet.path).toBe(env.VGW_HEALTH);
+    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe'])
+      expect(container[probe].httpGet.path).toBe(env.VGW_HEALTH);
   });
 
   it('takes its root account from a Secret that create-secrets.sh makes, with the keys it gives the content-service', () => {
     const secret = container.envFrom.map((s: K8sObject) => s.secretRef?.name).find(Boolean);
     const script = readFileSync(join(ROOT, 'k8s', 'overlays', 'local', 'create-secrets.sh'), 'utf8');
-    const made = new RegExp(`apply secret generic ${secret} --from-literal=ROOT_ACCESS_KEY="\\$(\\w+)" --from-literal=ROOT_SECRET_KEY="\\$(\\w+)"`).exec(
-      script,
-    );
+    const made = new RegExp(
+      `apply secret generic ${secret} --from-literal=ROOT_ACCESS_KEY="\\$(\\w+)" --from-literal=ROOT_SECRET_KEY="\\$(\\w+)"`,
+    ).exec(script);
     expect(made).not.toBeNull();
-    expect(script).toContain(`--from-literal=S3_ACCESS_KEY_ID="$${made![1]}" --from-literal=S3_SECRET_ACCESS_KEY="$${made![2]}"`);
+    expect(script).toContain(
+      `--from-literal=S3_ACCESS_KEY_ID="$${made![1]}" --from-literal=S3_SECRET_ACCESS_KEY="$${made![2]}"`,
+    );
   });
 
   it('points the content-service at its Service, creating the bucket at start', () => {
-    const config = find('ConfigMap', find('Deployment', 'content-service').spec.template.spec.containers[0].envFrom[0].configMapRef.name).data;
+    const config = find(
+      'ConfigMap',
+      find('Deployment', 'content-service').spec.template.spec.containers[0].envFrom[0].configMapRef.name,
+    ).data;
     const service = find('Service', 'versitygw');
     expect(config.S3_ENDPOINT).toBe(`http://versitygw:${service.spec.ports[0].port}`);
     expect(config.S3_CREATE_BUCKET).toBe('true');
@@ -81,7 +90,9 @@ describe('k8s/overlays/local', () => {
   });
 
   it('uses no MinIO image', () => {
-    const images = objects.filter((o) => o.kind === 'Deployment').flatMap((d) => d.spec.template.spec.containers.map((c: K8sObject) => c.image));
+    const images = objects
+      .filter((o) => o.kind === 'Deployment')
+      .flatMap((d) => d.spec.template.spec.containers.map((c: K8sObject) => c.image));
     expect(images.filter((i: string) => /minio/i.test(i))).toEqual([]);
   });
 });

@@ -30,10 +30,17 @@ function k8sEnv(objects: K8sObject[], service: string): Record<string, string> {
   const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === service)!;
   const env: Record<string, string> = {};
   for (const source of deployment.spec.template.spec.containers[0].envFrom ?? []) {
-    if (source.configMapRef) Object.assign(env, objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === source.configMapRef.name)!.data);
+    if (source.configMapRef)
+      Object.assign(
+        env,
+        objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === source.configMapRef.name)!.data,
+      );
     if (source.secretRef) {
       const example = join(ROOT, 'k8s', 'secrets', `${source.secretRef.name}.env.example`);
-      expect({ secret: source.secretRef.name, documented: existsSync(example) }).toEqual({ secret: source.secretRef.name, documented: true });
+      expect({ secret: source.secretRef.name, documented: existsSync(example) }).toEqual({
+        secret: source.secretRef.name,
+        documented: true,
+      });
       Object.assign(env, readEnvFile(example));
     }
   }
@@ -45,7 +52,11 @@ function k8sEnv(objects: K8sObject[], service: string): Record<string, string> {
     }
     const example = join(ROOT, 'k8s', 'secrets', `${ref.name}.env.example`);
     const value = existsSync(example) ? readEnvFile(example)[ref.key] : undefined;
-    expect({ secret: ref.name, key: ref.key, documented: value !== undefined }).toEqual({ secret: ref.name, key: ref.key, documented: true });
+    expect({ secret: ref.name, key: ref.key, documented: value !== undefined }).toEqual({
+      secret: ref.name,
+      key: ref.key,
+      documented: true,
+    });
     env[variable.name] = value!;
   }
   return env;
@@ -66,14 +77,17 @@ describe('deploy/compose.yaml', () => {
   const text = readFileSync(join(ROOT, 'deploy', 'compose.yaml'), 'utf8').replace(/\$\{\w+:-([^}]*)\}/g, '$1');
   const compose = parse(text, { merge: true }) as { services: Record<string, Record<string, any>> }; // eslint-disable-line @typescript-eslint/no-explicit-any -- compose file
 
-  it.each(SERVICES)('builds %s from deploy/Dockerfile with SERVICE set to it, read-only, as a non-root user', (service) => {
-    const s = compose.services[service]!;
-    expect(s.build).toEqual({ context: '..', dockerfile: 'deploy/Dockerfile', args: { SERVICE: service } });
-    expect(s.read_only).toBe(true);
-    expect(s.user).toMatch(/^[1-9]\d*(:\d+)?$/);
-    expect(s.tmpfs).toContain('/tmp');
-    expect(s.cap_drop).toContain('ALL');
-  });
+  it.each(SERVICES)(
+    'builds %s from deploy/Dockerfile with SERVICE set to it, read-only, as a non-root user',
+    (service) => {
+      const s = compose.services[service]!;
+      expect(s.build).toEqual({ context: '..', dockerfile: 'deploy/Dockerfile', args: { SERVICE: service } });
+      expect(s.read_only).toBe(true);
+      expect(s.user).toMatch(/^[1-9]\d*(:\d+)?$/);
+      expect(s.tmpfs).toContain('/tmp');
+      expect(s.cap_drop).toContain('ALL');
+    },
+  );
 
   it('runs MongoDB, Redis and an S3-compatible server, and publishes only the gateway', () => {
     expect(Object.keys(compose.services)).toEqual(expect.arrayContaining(['mongodb', 'redis', 'versitygw']));

@@ -13,7 +13,13 @@ export interface RawAnswer {
  * A request as the official clients send it: with Content-Length, or (chunked: true) with
  * Transfer-Encoding: chunked and no length.
  */
-export function send(method: string, url: string, headers: Record<string, string>, body?: Buffer, opts: { chunked?: boolean } = {}): Promise<RawAnswer> {
+export function send(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+  opts: { chunked?: boolean } = {},
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const h: Record<string, string | number> = { ...headers };
     if (body && !opts.chunked) h['content-length'] = body.length;

@@ -13,7 +13,14 @@ export interface CliRun {
 }
 
 /** The proxy variables, unset: tests against 127.0.0.1 must not go through a proxy of the machine's. */
-export const NO_PROXY_VARS = { HTTP_PROXY: '', http_proxy: '', HTTPS_PROXY: '', https_proxy: '', NO_PROXY: '', no_proxy: '' };
+export const NO_PROXY_VARS = {
+  HTTP_PROXY: '',
+  http_proxy: '',
+  HTTPS_PROXY: '',
+  https_proxy: '',
+  NO_PROXY: '',
+  no_proxy: '',
+};
 
 /** Starts `content ...`; `stdin` is piped in when given. */
 export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: Buffer } = {}): CliRun {
@@ -53,6 +60,9 @@ export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?
   };
 }
 
-export function cli(args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: Buffer } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function cli(
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; stdin?: Buffer } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return startCli(args, opts).done;
 }

@@ -48,9 +48,17 @@ export function recordExchange(
   if (recording === null) return;
   const flat: Record<string, string> = {};
   if (headers instanceof Headers) headers.forEach((value, name) => (flat[name] = value));
-  else for (const [name, value] of Object.entries(headers)) if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  else
+    for (const [name, value] of Object.entries(headers))
+      if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
   const bytes = typeof body === 'string' ? Buffer.from(body, 'latin1') : body;
-  recording.push({ method: method.toUpperCase(), url, status, headers: flat, body: bytes.length > KEPT_BODY ? bytes.subarray(0, KEPT_BODY) : bytes });
+  recording.push({
+    method: method.toUpperCase(),
+    url,
+    status,
+    headers: flat,
+    body: bytes.length > KEPT_BODY ? bytes.subarray(0, KEPT_BODY) : bytes,
+  });
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a dereferenced OpenAPI document
@@ -125,7 +133,10 @@ export class Contract {
     const key = `${op.operationId} ${e.status}`;
     this.seen.set(key, (this.seen.get(key) ?? 0) + 1);
     const response = op.responses[String(e.status)];
-    if (!response) return [`status ${e.status} is not documented for ${op.operationId} (documented: ${Object.keys(op.responses).join(', ')})`];
+    if (!response)
+      return [
+        `status ${e.status} is not documented for ${op.operationId} (documented: ${Object.keys(op.responses).join(', ')})`,
+      ];
     const problems: string[] = [];
     for (const [name, header] of Object.entries((response.headers ?? {}) as Record<string, Node>)) {
       const value = e.headers[name.toLowerCase()];
@@ -146,7 +157,11 @@ export class Contract {
       return problems;
     }
     const mediaType = Object.keys(content).find((m) => m === '*/*' || sameMediaType(m, contentType));
-    if (!mediaType) return [...problems, `Content-Type ${JSON.stringify(contentType)} is not one of ${Object.keys(content).join(', ')}`];
+    if (!mediaType)
+      return [
+        ...problems,
+        `Content-Type ${JSON.stringify(contentType)} is not one of ${Object.keys(content).join(', ')}`,
+      ];
     const schema = content[mediaType].schema;
     if (!schema || !/json/.test(mediaType)) return problems;
     let body: unknown;

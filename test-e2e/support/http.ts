@@ -31,14 +31,26 @@ export async function call(url: string, init: RequestInit & { token?: string } =
 }
 
 /** POST a part (or with range null, the whole content). */
-export async function postPart(ownerId: string, token: string, body: Uint8Array, range: string | null, contentType?: string): Promise<Answer> {
+export async function postPart(
+  ownerId: string,
+  token: string,
+  body: Uint8Array,
+  range: string | null,
+  contentType?: string,
+): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (range) headers['content-range'] = range;
   if (contentType) headers['content-type'] = contentType;
   return call(contentsUrl(ownerId), { method: 'POST', body, headers, token });
 }
 
-export async function putPart(ownerId: string, contentId: string, token: string, body: Uint8Array, range: string): Promise<Answer> {
+export async function putPart(
+  ownerId: string,
+  contentId: string,
+  token: string,
+  body: Uint8Array,
+  range: string,
+): Promise<Answer> {
   return call(contentsUrl(ownerId, contentId), { method: 'PUT', body, headers: { 'content-range': range }, token });
 }
 
@@ -47,7 +59,8 @@ export async function download(ownerId: string, contentId: string, token: string
 }
 
 /** `bytes a-b/total` for the slice [start, end) of a content of `total` bytes. */
-export const rangeOf = (start: number, endExclusive: number, total: number | '*'): string => `bytes ${start}-${endExclusive - 1}/${total}`;
+export const rangeOf = (start: number, endExclusive: number, total: number | '*'): string =>
+  `bytes ${start}-${endExclusive - 1}/${total}`;
 
 /**
  * Sends a request byte for byte over a plain socket (to send what fetch refuses to: no

@@ -18,7 +18,8 @@ export interface Issued {
 
 export type KeyKind = 'rsa' | 'ec-p256' | 'ec-p384';
 
-export const openssl = (args: string[], input?: Buffer): Buffer => execFileSync('openssl', args, { input, stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+export const openssl = (args: string[], input?: Buffer): Buffer =>
+  execFileSync('openssl', args, { input, stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
 
 /** openssl's date form for -startdate/-enddate. */
 export const asn1Time = (d: Date): string => d.toISOString().replace(/[-:T]/g, '').slice(0, 14) + 'Z';
@@ -65,7 +66,11 @@ export class TestPki {
   }
 
   /** A certificate signed by `issuer`; `ca` makes it an intermediate CA. */
-  issue(name: string, issuer: Issued, opts: { kind?: KeyKind; ca?: boolean; notBefore?: Date; notAfter?: Date } = {}): Issued {
+  issue(
+    name: string,
+    issuer: Issued,
+    opts: { kind?: KeyKind; ca?: boolean; notBefore?: Date; notAfter?: Date } = {},
+  ): Issued {
     const keyPath = join(this.dir, `${name}.key`);
     const csrPath = join(this.dir, `${name}.csr`);
     const certPath = join(this.dir, `${name}.pem`);
@@ -148,11 +153,21 @@ export class TestPki {
   private read(name: string, certPath: string, keyPath: string): Issued {
     const pem = readFileSync(certPath, 'utf8');
     const der = openssl(['x509', '-in', certPath, '-outform', 'DER']);
-    return { name, certPath, keyPath, pem, der, thumbprint: createHash('sha1').update(der).digest('hex').toUpperCase() };
+    return {
+      name,
+      certPath,
+      keyPath,
+      pem,
+      der,
+      thumbprint: createHash('sha1').update(der).digest('hex').toUpperCase(),
+    };
   }
 }
 
 /** What the client does with EncryptedKey: `openssl cms -decrypt` with its certificate and key. */
 export function decryptEncryptedKey(encryptedKeyBase64: string, user: Issued): Buffer {
-  return openssl(['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'], Buffer.from(encryptedKeyBase64, 'base64'));
+  return openssl(
+    ['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'],
+    Buffer.from(encryptedKeyBase64, 'base64'),
+  );
 }

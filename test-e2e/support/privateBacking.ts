@@ -62,7 +62,20 @@ export class BackingServer {
         // Persisted on every write, so a kill loses nothing that was acknowledged (as with a managed Redis).
         return {
           cmd: 'redis-server',
-          args: ['--bind', '127.0.0.1', '--port', String(this.port), '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', data],
+          args: [
+            '--bind',
+            '127.0.0.1',
+            '--port',
+            String(this.port),
+            '--save',
+            '',
+            '--appendonly',
+            'yes',
+            '--appendfsync',
+            'always',
+            '--dir',
+            data,
+          ],
           env: process.env,
         };
     }
@@ -75,7 +88,8 @@ export class BackingServer {
     closeSync(out);
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) throw new Error(`${this.name} exited with ${this.child.exitCode}; see ${this.dir}/${this.name}.log`);
+      if (this.child.exitCode !== null)
+        throw new Error(`${this.name} exited with ${this.child.exitCode}; see ${this.dir}/${this.name}.log`);
       if (await portOpen(this.port)) return;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -89,7 +103,9 @@ export class BackingServer {
     if (!pid) return;
     const deadline = Date.now() + 2_000;
     while (Date.now() < deadline) {
-      const states = readdirSync(`/proc/${pid}/task`).map((t) => /State:\s+(\S)/.exec(readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8'))?.[1]);
+      const states = readdirSync(`/proc/${pid}/task`).map(
+        (t) => /State:\s+(\S)/.exec(readFileSync(`/proc/${pid}/task/${t}/status`, 'utf8'))?.[1],
+      );
       if (states.every((st) => st === 'T')) return;
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -120,7 +136,13 @@ export class BackingServer {
 export interface PrivateBacking {
   servers: Record<BackingName, BackingServer>;
   /** The backing variables scripts/stack.js takes, pointing at these servers. */
-  env: { S3_ENDPOINT: string; S3_ACCESS_KEY_ID: string; S3_SECRET_ACCESS_KEY: string; MONGODB_URL: string; REDIS_URL: string };
+  env: {
+    S3_ENDPOINT: string;
+    S3_ACCESS_KEY_ID: string;
+    S3_SECRET_ACCESS_KEY: string;
+    MONGODB_URL: string;
+    REDIS_URL: string;
+  };
   stop: () => Promise<void>;
 }
 

@@ -31,7 +31,11 @@ export type RawStep = Buffer | string | number;
  * broken headers, lying lengths), half-closes the connection unless told not to, and reads every
  * response until the server closes or `deadlineMs` passes.
  */
-export function exchange(port: number, steps: RawStep[], opts: { deadlineMs?: number; halfClose?: boolean; host?: string } = {}): Promise<RawExchange> {
+export function exchange(
+  port: number,
+  steps: RawStep[],
+  opts: { deadlineMs?: number; halfClose?: boolean; host?: string } = {},
+): Promise<RawExchange> {
   const deadlineMs = opts.deadlineMs ?? 5000;
   return new Promise((resolve) => {
     const started = Date.now();
@@ -55,7 +59,13 @@ export function exchange(port: number, steps: RawStep[], opts: { deadlineMs?: nu
     socket.on('error', () => undefined);
     socket.on('close', () => {
       clearTimeout(timer);
-      resolve({ responses, finals: responses.filter((r) => r.status >= 200), leftover: data.toString('latin1'), timedOut, ms: Date.now() - started });
+      resolve({
+        responses,
+        finals: responses.filter((r) => r.status >= 200),
+        leftover: data.toString('latin1'),
+        timedOut,
+        ms: Date.now() - started,
+      });
     });
     void (async () => {
       for (const step of steps) {
@@ -81,7 +91,8 @@ function parseOne(data: Buffer, atMs: number): { response: RawResponse; used: nu
     headerCounts[name] = (headerCounts[name] ?? 0) + 1;
   }
   let offset = headEnd + 4;
-  if (status < 200 || status === 204 || status === 304) return { response: { status, headers, headerCounts, body: Buffer.alloc(0), atMs }, used: offset };
+  if (status < 200 || status === 204 || status === 304)
+    return { response: { status, headers, headerCounts, body: Buffer.alloc(0), atMs }, used: offset };
   if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
     const parts: Buffer[] = [];
     for (;;) {
@@ -92,10 +103,14 @@ function parseOne(data: Buffer, atMs: number): { response: RawResponse; used: nu
       if (data.length < nl + 2 + size + 2) return null;
       parts.push(data.subarray(nl + 2, nl + 2 + size));
       offset = nl + 2 + size + 2;
-      if (size === 0) return { response: { status, headers, headerCounts, body: Buffer.concat(parts), atMs }, used: offset };
+      if (size === 0)
+        return { response: { status, headers, headerCounts, body: Buffer.concat(parts), atMs }, used: offset };
     }
   }
   const length = Number(headers['content-length'] ?? 0);
   if (data.length < offset + length) return null;
-  return { response: { status, headers, headerCounts, body: Buffer.from(data.subarray(offset, offset + length)), atMs }, used: offset + length };
+  return {
+    response: { status, headers, headerCounts, body: Buffer.from(data.subarray(offset, offset + length)), atMs },
+    used: offset + length,
+  };
 }

@@ -4,7 +4,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { createLogger } from '@cp/logging';
-import { closeRedis, connectRedis, redisCommand, type None, type Redis, type RedisOptions, type RedisScripts, type RedisTarget } from '@cp/redis';
+import {
+  closeRedis,
+  connectRedis,
+  redisCommand,
+  type None,
+  type Redis,
+  type RedisOptions,
+  type RedisScripts,
+  type RedisTarget,
+} from '@cp/redis';
 
 const COMPOSE = join(__dirname, '..', '..', 'deploy', 'compose.yaml');
 

@@ -16,7 +16,10 @@ export interface ServiceHandle {
 // scripts/stack.js is plain CommonJS shared with the dev tooling.
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 export const { startService, freePort } = require('../../scripts/stack') as {
-  startService: (name: string, opts: { port?: number; env: Record<string, string>; logDir: string; readyPath?: string }) => Promise<ServiceHandle>;
+  startService: (
+    name: string,
+    opts: { port?: number; env: Record<string, string>; logDir: string; readyPath?: string },
+  ) => Promise<ServiceHandle>;
   freePort: () => Promise<number>;
 };
 
@@ -40,7 +43,11 @@ export function contentReplicaEnv(extra: Record<string, string> = {}): Record<st
  * gateway in front of them and of the test stack's content-service. Each is pushed onto `started`
  * as soon as it runs, so that the caller's cleanup stops whatever did start. Returns the gateway.
  */
-export async function startFront(logDirName: string, env: Record<string, string>, started: ServiceHandle[]): Promise<ServiceHandle> {
+export async function startFront(
+  logDirName: string,
+  env: Record<string, string>,
+  started: ServiceHandle[],
+): Promise<ServiceHandle> {
   const stack = testStack();
   const logDir = join(stack.logDir, logDirName);
   const auth = await startService('auth-service', { logDir, env: { ...stack.authEnv, ...env } });
@@ -49,7 +56,12 @@ export async function startFront(logDirName: string, env: Record<string, string>
   started.push(session);
   const gateway = await startService('gateway', {
     logDir,
-    env: { LOG_LEVEL: 'warn', CONTENT_SERVICE_URL: stack.services['content-service']!.url, AUTH_SERVICE_URL: auth.url, SESSION_SERVICE_URL: session.url },
+    env: {
+      LOG_LEVEL: 'warn',
+      CONTENT_SERVICE_URL: stack.services['content-service']!.url,
+      AUTH_SERVICE_URL: auth.url,
+      SESSION_SERVICE_URL: session.url,
+    },
   });
   started.push(gateway);
   return gateway;

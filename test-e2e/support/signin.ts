@@ -31,8 +31,17 @@ export async function pnpmAdmin(...args: string[]): Promise<string> {
 /** `pnpm sessions ...` (the session-service's command line) against the test stack's session database and Redis. */
 export async function sessionsAdmin(...args: string[]): Promise<string> {
   const { sessionEnv } = testStack();
-  const env = { ...process.env, MONGODB_URL: sessionEnv.MONGODB_URL!, MONGODB_DATABASE: sessionEnv.MONGODB_DATABASE!, REDIS_URL: sessionEnv.REDIS_URL! };
-  const { stdout } = await run(process.execPath, [join(ROOT, 'services', 'session-service', 'dist', 'admin', 'cli.js'), ...args], { env });
+  const env = {
+    ...process.env,
+    MONGODB_URL: sessionEnv.MONGODB_URL!,
+    MONGODB_DATABASE: sessionEnv.MONGODB_DATABASE!,
+    REDIS_URL: sessionEnv.REDIS_URL!,
+  };
+  const { stdout } = await run(
+    process.execPath,
+    [join(ROOT, 'services', 'session-service', 'dist', 'admin', 'cli.js'), ...args],
+    { env },
+  );
   return stdout;
 }
 
@@ -45,8 +54,20 @@ export interface TestUser {
   owners: string[];
 }
 
-export async function registerUser(cert: Issued | string, owners: string[] = [randomUUID()], userId = randomUUID()): Promise<TestUser> {
-  await admin('user', 'add', '--user', userId, ...owners.flatMap((o) => ['--owner', o]), '--cert', typeof cert === 'string' ? cert : cert.certPath);
+export async function registerUser(
+  cert: Issued | string,
+  owners: string[] = [randomUUID()],
+  userId = randomUUID(),
+): Promise<TestUser> {
+  await admin(
+    'user',
+    'add',
+    '--user',
+    userId,
+    ...owners.flatMap((o) => ['--owner', o]),
+    '--cert',
+    typeof cert === 'string' ? cert : cert.certPath,
+  );
   return { userId, owners };
 }
 
@@ -76,15 +97,28 @@ export function serverMs(res: Answer): number {
   return Number(m[1]);
 }
 
-export async function approve(thumbprint: string | undefined, rnd: Buffer | undefined, apiKey: string | undefined): Promise<Answer> {
+export async function approve(
+  thumbprint: string | undefined,
+  rnd: Buffer | undefined,
+  apiKey: string | undefined,
+): Promise<Answer> {
   const q = new URLSearchParams();
   if (thumbprint !== undefined) q.set('thumbprint', thumbprint);
   if (apiKey !== undefined) q.set('apiKey', apiKey);
-  return call(authUrl(`approve-cert?${q}`), { method: 'POST', body: rnd, headers: { 'content-type': 'application/octet-stream' } });
+  return call(authUrl(`approve-cert?${q}`), {
+    method: 'POST',
+    body: rnd,
+    headers: { 'content-type': 'application/octet-stream' },
+  });
 }
 
 /** Authenticate, decrypt with openssl, and return the rnd and the approve link. */
-export async function challenge(user: Issued, apiKey: string, body: Buffer | string = user.pem, free?: string): Promise<{ rnd: Buffer; href: string }> {
+export async function challenge(
+  user: Issued,
+  apiKey: string,
+  body: Buffer | string = user.pem,
+  free?: string,
+): Promise<{ rnd: Buffer; href: string }> {
   const res = await authenticate(body, { apiKey, free });
   if (res.status !== 200) throw new Error(`authenticate-by-cert answered ${res.status}: ${res.body.toString()}`);
   const { EncryptedKey, Link } = res.json() as { EncryptedKey: string; Link: { Rel: string; Href: string } };
@@ -92,14 +126,22 @@ export async function challenge(user: Issued, apiKey: string, body: Buffer | str
 }
 
 /** The whole sign-in: authenticate, decrypt, approve. */
-export async function signIn(user: Issued, apiKey: string, body: Buffer | string = user.pem): Promise<{ Sid: string; RefreshToken: string }> {
+export async function signIn(
+  user: Issued,
+  apiKey: string,
+  body: Buffer | string = user.pem,
+): Promise<{ Sid: string; RefreshToken: string }> {
   const { rnd, href } = await challenge(user, apiKey, body);
   const res = await call(`${href}&apiKey=${encodeURIComponent(apiKey)}`, { method: 'POST', body: rnd });
   if (res.status !== 200) throw new Error(`approve-cert answered ${res.status}: ${res.body.toString()}`);
   return res.json();
 }
 
-export async function refresh(sid: string | undefined, refreshToken: string | undefined, apiKey: string | undefined): Promise<Answer> {
+export async function refresh(
+  sid: string | undefined,
+  refreshToken: string | undefined,
+  apiKey: string | undefined,
+): Promise<Answer> {
   const q = new URLSearchParams();
   if (sid !== undefined) q.set('auth.sid', sid);
   if (refreshToken !== undefined) q.set('refresh-token', refreshToken);

@@ -8,7 +8,13 @@ export interface TestStack {
   gatewayAdminUrl: string;
   keysDir: string;
   logDir: string;
-  backing: { S3_ENDPOINT: string; S3_ACCESS_KEY_ID: string; S3_SECRET_ACCESS_KEY: string; MONGODB_URL: string; REDIS_URL: string };
+  backing: {
+    S3_ENDPOINT: string;
+    S3_ACCESS_KEY_ID: string;
+    S3_SECRET_ACCESS_KEY: string;
+    MONGODB_URL: string;
+    REDIS_URL: string;
+  };
   /** Each service's API address and its admin address (/readyz, /healthz/deps, /metrics). */
   services: Record<string, { url: string; adminUrl: string; pid: number }>;
   /** The auth-service's database (for the admin command line). */
@@ -29,7 +35,10 @@ export function testStack(): TestStack {
 }
 
 /** A Bearer token for `owners` signed by the dev key the test stack trusts. */
-export async function tokenFor(owners: string[], opts: { ttlSeconds?: number; audience?: string; issuer?: string; notBefore?: number } = {}): Promise<string> {
+export async function tokenFor(
+  owners: string[],
+  opts: { ttlSeconds?: number; audience?: string; issuer?: string; notBefore?: number } = {},
+): Promise<string> {
   return new DevKeys(testStack().keysDir).mint({ owners, ...opts });
 }
 

@@ -28,7 +28,10 @@ export function renderKustomization(dir: string): K8sObject[] {
   const kubectl = onPath('kubectl');
   const kustomize = onPath('kustomize');
   const [bin, args] = kubectl ? [kubectl, ['kustomize', dir]] : kustomize ? [kustomize, ['build', dir]] : [null, []];
-  if (!bin) throw new Error(`neither kubectl nor kustomize found on PATH or in ${TOOLS_DIR}: run deploy/checks/install-tools.sh`);
+  if (!bin)
+    throw new Error(
+      `neither kubectl nor kustomize found on PATH or in ${TOOLS_DIR}: run deploy/checks/install-tools.sh`,
+    );
   const text = execFileSync(bin, args, { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   return parseAllDocuments(text)
     .map((doc) => doc.toJS() as K8sObject | null)
@@ -39,5 +42,8 @@ export function renderKustomization(dir: string): K8sObject[] {
 export function gatewayDuration(value: string): number {
   if (!/^([0-9]{1,5}(h|m|s|ms)){1,4}$/.test(value)) throw new Error(`not a Gateway API duration: ${value}`);
   const unit = { h: 3600, m: 60, s: 1, ms: 0.001 } as const;
-  return [...value.matchAll(/(\d+)(h|ms|m|s)/g)].reduce((sum, [, n, u]) => sum + Number(n) * unit[u as keyof typeof unit], 0);
+  return [...value.matchAll(/(\d+)(h|ms|m|s)/g)].reduce(
+    (sum, [, n, u]) => sum + Number(n) * unit[u as keyof typeof unit],
+    0,
+  );
 }

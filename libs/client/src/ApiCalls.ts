@@ -34,10 +34,14 @@ export class ApiCalls {
       for (;;) {
         const sentWith = this.session.current;
         try {
-          return await this.transport.send({ ...sent, headers: { ...req.headers, ...headersFor?.(), authorization: this.session.authorization() } });
+          return await this.transport.send({
+            ...sent,
+            headers: { ...req.headers, ...headersFor?.(), authorization: this.session.authorization() },
+          });
         } catch (error) {
           if (req.signal?.aborted) throw req.signal.reason ?? error;
-          if (!(error instanceof ApiError && error.status === 401 && !refreshed && this.session.canRefresh())) throw error;
+          if (!(error instanceof ApiError && error.status === 401 && !refreshed && this.session.canRefresh()))
+            throw error;
           refreshed = true;
           // Another call may have refreshed while this one was under way: then just send it again.
           if (this.session.current === sentWith || this.session.isRefreshing) await this.session.refresh(req.signal);

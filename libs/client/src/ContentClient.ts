@@ -65,7 +65,8 @@ export class ContentClient {
     this.session = new Session(this.transport, base, options.credentials, options, retries);
     this.api = new ApiCalls(this.transport, this.session, base, retries);
     this.partSize = options.partSize ?? PART_SIZE;
-    if (!Number.isInteger(this.partSize) || this.partSize < 1 || this.partSize > PART_SIZE) throw new RangeError(`partSize must be 1..${PART_SIZE}`);
+    if (!Number.isInteger(this.partSize) || this.partSize < 1 || this.partSize > PART_SIZE)
+      throw new RangeError(`partSize must be 1..${PART_SIZE}`);
   }
 
   get currentCredentials(): Credentials {
@@ -77,7 +78,12 @@ export class ContentClient {
   }
 
   async status(owner: string, id: string, signal?: AbortSignal): Promise<ContentStatus> {
-    const res = await this.api.call({ method: 'HEAD', url: this.api.url(`/v1/${owner}/contents/${id}`), headers: {}, signal });
+    const res = await this.api.call({
+      method: 'HEAD',
+      url: this.api.url(`/v1/${owner}/contents/${id}`),
+      headers: {},
+      signal,
+    });
     const total = header(res, names.contentTotal);
     return {
       state: header(res, names.uploadState) === 'ready' ? 'ready' : 'uploading',
@@ -90,7 +96,9 @@ export class ContentClient {
 
   /** Uploads a file; returns the content id. */
   async uploadFile(path: string, opts: UploadOptions): Promise<string> {
-    return uploadParts(this.api, await fileParts(path, this.partSize), opts, (id) => this.status(opts.owner, id, opts.signal));
+    return uploadParts(this.api, await fileParts(path, this.partSize), opts, (id) =>
+      this.status(opts.owner, id, opts.signal),
+    );
   }
 
   /**
@@ -104,7 +112,9 @@ export class ContentClient {
   async uploadStream(source: AsyncIterable<Uint8Array>, opts: StreamUploadOptions): Promise<string> {
     const spool = await mkdtemp(join(opts.spoolDir ?? tmpdir(), 'content-upload-'));
     try {
-      return await uploadParts(this.api, streamParts(source, this.partSize, spool, opts.size ?? null), opts, (id) => this.status(opts.owner, id, opts.signal));
+      return await uploadParts(this.api, streamParts(source, this.partSize, spool, opts.size ?? null), opts, (id) =>
+        this.status(opts.owner, id, opts.signal),
+      );
     } finally {
       await rm(spool, { recursive: true, force: true });
     }
@@ -118,7 +128,8 @@ export class ContentClient {
    */
   async downloadFile(id: string, path: string, opts: DownloadOptions): Promise<{ bytes: number; sha256: string }> {
     const status = await this.status(opts.owner, id, opts.signal);
-    if (status.state !== 'ready' || status.total === null) throw new ContentStateError('contentNotReady', `content ${id} is still being uploaded`);
+    if (status.state !== 'ready' || status.total === null)
+      throw new ContentStateError('contentNotReady', `content ${id} is still being uploaded`);
     const total = status.total;
     const partial = `${path}.partial`;
     const journal = await DownloadJournal.open(`${partial}.json`, status.etag, total, opts.resume ?? false);
@@ -163,14 +174,20 @@ export class ContentClient {
     const size = (await stat(partial)).size;
     if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
     const sha256 = await fileSha256(partial);
-    if (opts.sha256 && opts.sha256.toLowerCase() !== sha256) throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
+    if (opts.sha256 && opts.sha256.toLowerCase() !== sha256)
+      throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
     await rename(partial, path);
     await journal.remove();
     return { bytes: total, sha256 };
   }
 
   /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */
-  signIn(opts: { certificatePem: string; privateKeyPem: string; apiKey: string; signal?: AbortSignal }): Promise<SessionPair> {
+  signIn(opts: {
+    certificatePem: string;
+    privateKeyPem: string;
+    apiKey: string;
+    signal?: AbortSignal;
+  }): Promise<SessionPair> {
     return this.session.signIn(opts);
   }
 

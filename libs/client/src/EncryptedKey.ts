@@ -7,7 +7,10 @@ function usePkijs(): typeof pkijs {
   if (!engineSet) {
     pkijs.setEngine(
       'node',
-      new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'] }),
+      new pkijs.CryptoEngine({
+        name: 'node',
+        crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'],
+      }),
     );
     engineSet = true;
   }
@@ -28,7 +31,9 @@ export function readPrivateKey(privateKeyPem: string | Buffer): KeyObject {
   try {
     return createPrivateKey(privateKeyPem);
   } catch (error) {
-    throw new CredentialsFileError('the key file is not an unencrypted private key in PEM (PKCS#8, PKCS#1 or SEC1)', { cause: error });
+    throw new CredentialsFileError('the key file is not an unencrypted private key in PEM (PKCS#8, PKCS#1 or SEC1)', {
+      cause: error,
+    });
   }
 }
 
@@ -41,14 +46,19 @@ export function checkKeyPair(certificate: string | Buffer, privateKeyPem: string
     throw new CredentialsFileError('the certificate file holds no readable certificate (PEM or DER)', { cause: error });
   }
   const own = createPublicKey(readPrivateKey(privateKeyPem)).export({ type: 'spki', format: 'der' });
-  if (!own.equals(certKey.export({ type: 'spki', format: 'der' }))) throw new CredentialsFileError('the private key does not belong to the certificate');
+  if (!own.equals(certKey.export({ type: 'spki', format: 'der' })))
+    throw new CredentialsFileError('the private key does not belong to the certificate');
 }
 
 /**
  * Opens the sign-in challenge (a DER CMS EnvelopedData, base64) with the user's certificate and
  * private key (PEM, PKCS#8 or PKCS#1/SEC1): the rnd bytes to send back to approve-cert.
  */
-export async function decryptEncryptedKey(encryptedKeyBase64: string, certificate: string | Buffer, privateKeyPem: string | Buffer): Promise<Buffer> {
+export async function decryptEncryptedKey(
+  encryptedKeyBase64: string,
+  certificate: string | Buffer,
+  privateKeyPem: string | Buffer,
+): Promise<Buffer> {
   const p = usePkijs();
   const der = Buffer.from(encryptedKeyBase64, 'base64');
   const contentInfo = p.ContentInfo.fromBER(toArrayBuffer(der));
@@ -60,7 +70,10 @@ export async function decryptEncryptedKey(encryptedKeyBase64: string, certificat
     const plain = await enveloped.decrypt(0, { recipientCertificate, recipientPrivateKey: toArrayBuffer(pkcs8) });
     return Buffer.from(plain);
   } catch (error) {
-    throw new CredentialsFileError(`the sign-in challenge could not be opened with this key (${(error as Error)?.message ?? error})`, { cause: error });
+    throw new CredentialsFileError(
+      `the sign-in challenge could not be opened with this key (${(error as Error)?.message ?? error})`,
+      { cause: error },
+    );
   }
 }
 

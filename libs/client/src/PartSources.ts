@@ -59,11 +59,22 @@ export async function fileParts(path: string, partSize: number): Promise<PartSou
 }
 
 /** A stream's parts, spooled to `dir` as they are read (see spooledParts). */
-export function streamParts(source: AsyncIterable<Uint8Array>, partSize: number, dir: string, size: number | null): PartSource {
+export function streamParts(
+  source: AsyncIterable<Uint8Array>,
+  partSize: number,
+  dir: string,
+  size: number | null,
+): PartSource {
   const spooled = spooledParts(source, partSize, dir);
   const parts = (async function* () {
     for await (const p of spooled) {
-      yield { start: p.start, length: p.length, last: p.last, body: () => createReadStream(p.path, READ), release: () => rm(p.path, { force: true }) };
+      yield {
+        start: p.start,
+        length: p.length,
+        last: p.last,
+        body: () => createReadStream(p.path, READ),
+        release: () => rm(p.path, { force: true }),
+      };
     }
   })();
   return { kind: 'stream', size, parts, leaveOut: () => null };
@@ -84,7 +95,11 @@ export interface SpooledPart {
  * part is held back until the next byte (or the end) shows whether it is the last, so the last
  * part can name the total. An empty stream yields nothing.
  */
-export async function* spooledParts(source: AsyncIterable<Uint8Array>, size: number, dir: string): AsyncGenerator<SpooledPart, void, undefined> {
+export async function* spooledParts(
+  source: AsyncIterable<Uint8Array>,
+  size: number,
+  dir: string,
+): AsyncGenerator<SpooledPart, void, undefined> {
   let count = 0;
   let offset = 0;
   let current: { path: string; file: FileHandle; length: number } | null = null;

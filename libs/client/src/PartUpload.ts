@@ -11,8 +11,15 @@ import type { ContentStatus, UploadOptions } from './options';
  * service what it holds and sends only the rest. Until the last part is read, parts name the
  * total when it was known beforehand, else `*`; the last part names it. Returns the content id.
  */
-export async function uploadParts(api: ApiCalls, source: PartSource, opts: UploadOptions, status: (id: string) => Promise<ContentStatus>): Promise<string> {
-  const contentHeaders: Record<string, string> = { [names.contentType]: opts.contentType ?? 'application/octet-stream' };
+export async function uploadParts(
+  api: ApiCalls,
+  source: PartSource,
+  opts: UploadOptions,
+  status: (id: string) => Promise<ContentStatus>,
+): Promise<string> {
+  const contentHeaders: Record<string, string> = {
+    [names.contentType]: opts.contentType ?? 'application/octet-stream',
+  };
   const known = source.size;
   const { parts } = source;
   let total: number | null = known;
@@ -21,11 +28,13 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
     done += bytes;
     opts.onProgress?.({ done, total });
   };
-  const rangeOf = (p: SourcePart) => formatContentRange({ start: p.start, end: p.start + p.length - 1 }, p.last ? p.start + p.length : known);
+  const rangeOf = (p: SourcePart) =>
+    formatContentRange({ start: p.start, end: p.start + p.length - 1 }, p.last ? p.start + p.length : known);
   const checkLength = (p: SourcePart) => {
     if (!p.last) return;
     total = p.start + p.length;
-    if (known !== null && known !== total) throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
+    if (known !== null && known !== total)
+      throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
   };
   const send = (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) =>
     api.call({
@@ -42,7 +51,10 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
   if (id) {
     const now = await status(id);
     if (known !== null && now.total !== null && now.total !== known) {
-      throw new ContentStateError('totalConflict', `content ${id} is ${now.total} bytes long, the ${source.kind} ${known}`);
+      throw new ContentStateError(
+        'totalConflict',
+        `content ${id} is ${now.total} bytes long, the ${source.kind} ${known}`,
+      );
     }
     if (now.state === 'ready') {
       total = now.total;
@@ -88,7 +100,8 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
         try {
           checkLength(p);
           const end = p.start + p.length - 1;
-          if (!received.some((r) => r.start <= p.start && r.end >= end)) await send('PUT', `/v1/${opts.owner}/contents/${contentId}`, p, {});
+          if (!received.some((r) => r.start <= p.start && r.end >= end))
+            await send('PUT', `/v1/${opts.owner}/contents/${contentId}`, p, {});
           await p.release();
           advance(p.length);
         } catch (error) {
@@ -102,6 +115,7 @@ export async function uploadParts(api: ApiCalls, source: PartSource, opts: Uploa
     throw failed;
   }
   const after = await status(contentId);
-  if (after.state !== 'ready') throw new ContentStateError('contentNotReady', `all parts were sent but content ${contentId} is not complete`);
+  if (after.state !== 'ready')
+    throw new ContentStateError('contentNotReady', `all parts were sent but content ${contentId} is not complete`);
   return contentId;
 }

@@ -55,7 +55,8 @@ const NETWORK_REASONS: Record<string, string> = {
  * 413, 416 ...) and local errors (a file that cannot be read) are final.
  */
 export function retryReason(error: unknown): string | null {
-  if (error instanceof ApiError) return STATUS_REASONS[error.status] ? `${STATUS_REASONS[error.status]} (${error.status})` : null;
+  if (error instanceof ApiError)
+    return STATUS_REASONS[error.status] ? `${STATUS_REASONS[error.status]} (${error.status})` : null;
   if (error instanceof TransportError) return (error.code && NETWORK_REASONS[error.code]) ?? null;
   return null;
 }
@@ -89,7 +90,8 @@ export class RetryPolicy {
   /** The wait before attempt `attempt + 1`. */
   delayMs(attempt: number, error: unknown): number {
     const jitter = this.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** (attempt - 1));
-    const asked = error instanceof ApiError && error.retryAfterMs !== null ? Math.min(RETRY_AFTER_CAP_MS, error.retryAfterMs) : 0;
+    const asked =
+      error instanceof ApiError && error.retryAfterMs !== null ? Math.min(RETRY_AFTER_CAP_MS, error.retryAfterMs) : 0;
     return Math.round(Math.max(asked, jitter));
   }
 
@@ -97,7 +99,10 @@ export class RetryPolicy {
    * Runs `attempt` until it succeeds, fails in a way not worth retrying, or the budget is spent
    * (then RetriesExhaustedError with the last failure as its cause).
    */
-  async run<T>(what: { method: string; path: string; signal?: AbortSignal }, attempt: (n: number) => Promise<T>): Promise<T> {
+  async run<T>(
+    what: { method: string; path: string; signal?: AbortSignal },
+    attempt: (n: number) => Promise<T>,
+  ): Promise<T> {
     let firstFailure: number | null = null;
     for (let n = 1; ; n++) {
       try {
@@ -109,7 +114,8 @@ export class RetryPolicy {
         const now = Date.now();
         firstFailure ??= now;
         const giveUpAt = firstFailure + this.retryForMs;
-        if (now >= giveUpAt) throw new RetriesExhaustedError(reason, now - firstFailure, n, error as ApiError | TransportError);
+        if (now >= giveUpAt)
+          throw new RetriesExhaustedError(reason, now - firstFailure, n, error as ApiError | TransportError);
         const delayMs = Math.min(this.delayMs(n, error), giveUpAt - now);
         this.onRetry?.({
           reason,

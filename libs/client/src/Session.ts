@@ -5,7 +5,8 @@ import type { RetryPolicy } from './RetryPolicy';
 import type { Received, Sent, Transport } from './transport';
 
 /** How requests prove who sends them. */
-export type Credentials = { kind: 'bearer'; token: string } | { kind: 'session'; sid: string; refreshToken?: string; apiKey?: string };
+export type Credentials =
+  { kind: 'bearer'; token: string } | { kind: 'session'; sid: string; refreshToken?: string; apiKey?: string };
 
 export interface SessionPair {
   sid: string;
@@ -45,7 +46,12 @@ export class Session {
   }
 
   /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */
-  async signIn(opts: { certificatePem: string; privateKeyPem: string; apiKey: string; signal?: AbortSignal }): Promise<SessionPair> {
+  async signIn(opts: {
+    certificatePem: string;
+    privateKeyPem: string;
+    apiKey: string;
+    signal?: AbortSignal;
+  }): Promise<SessionPair> {
     checkKeyPair(opts.certificatePem, opts.privateKeyPem);
     const challenge = await this.send({
       method: 'POST',
@@ -58,10 +64,13 @@ export class Session {
     const { EncryptedKey, Link } = JSON.parse(challenge.text) as CertChallenge;
     const rnd = await decryptEncryptedKey(EncryptedKey, opts.certificatePem, opts.privateKeyPem);
     const thumbprint =
-      new URL(Link.Href).searchParams.get(names.thumbprint) ?? createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
+      new URL(Link.Href).searchParams.get(names.thumbprint) ??
+      createHash('sha1').update(certificateDer(opts.certificatePem)).digest('hex').toUpperCase();
     const approved = await this.send({
       method: 'POST',
-      url: this.url(`/auth/v5.13/approve-cert?${names.thumbprint}=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`),
+      url: this.url(
+        `/auth/v5.13/approve-cert?${names.thumbprint}=${thumbprint}&apiKey=${encodeURIComponent(opts.apiKey)}`,
+      ),
       headers: { 'content-type': 'application/octet-stream' },
       body: () => rnd,
       contentLength: rnd.length,
@@ -83,7 +92,8 @@ export class Session {
 
   private async rotate(signal?: AbortSignal): Promise<SessionPair> {
     const c = this.credentials;
-    if (c.kind !== 'session' || !c.refreshToken || !c.apiKey) throw new Error('refreshing needs a session with a refresh token and an api key');
+    if (c.kind !== 'session' || !c.refreshToken || !c.apiKey)
+      throw new Error('refreshing needs a session with a refresh token and an api key');
     // In headers, not the query string: query strings end up in access logs and proxies' histories.
     const res = await this.send({
       method: 'POST',
@@ -113,7 +123,9 @@ export class Session {
    * refresh was lost, its rnd or refresh token is spent whether or not the call is sent again.
    */
   private send(req: Sent): Promise<Received> {
-    return this.retries.run({ method: req.method, path: req.url.pathname, signal: req.signal }, () => this.transport.send(req));
+    return this.retries.run({ method: req.method, path: req.url.pathname, signal: req.signal }, () =>
+      this.transport.send(req),
+    );
   }
 
   private url(path: string): URL {

@@ -6,7 +6,10 @@ import { HEADERS, headerKey } from '#protocol';
 import type { components, operations } from './generated/openapi';
 
 type Operation = keyof operations;
-type Answer<Op extends Operation, Status extends keyof operations[Op]['responses']> = operations[Op]['responses'][Status];
+type Answer<
+  Op extends Operation,
+  Status extends keyof operations[Op]['responses'],
+> = operations[Op]['responses'][Status];
 type JsonOf<A> = A extends { content: infer C } ? C[keyof C] : never;
 /** The named keys of a type, without its `[name: string]` index signature. */
 type Named<T> = keyof { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] } & string;
@@ -26,8 +29,14 @@ export type CodeError = components['schemas']['CodeError'];
 /** `X-Upload-State` of `HEAD /v1/{ownerId}/contents/{contentId}`. */
 export type UploadState = Answer<'UploadStatus', 200>['headers'][typeof HEADERS.uploadState];
 
-const requestHeader = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['header']>>) => headerKey(name);
-const queryParameter = <Op extends Operation>(_op: Op, name: Named<NonNullable<operations[Op]['parameters']['query']>>) => name;
+const requestHeader = <Op extends Operation>(
+  _op: Op,
+  name: Named<NonNullable<operations[Op]['parameters']['header']>>,
+) => headerKey(name);
+const queryParameter = <Op extends Operation>(
+  _op: Op,
+  name: Named<NonNullable<operations[Op]['parameters']['query']>>,
+) => name;
 const statusHeader = (name: Named<Answer<'UploadStatus', 200>['headers']>) => headerKey(name);
 const downloadHeader = (name: Named<Answer<'Download', 206>['headers']>) => headerKey(name);
 

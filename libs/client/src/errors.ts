@@ -47,7 +47,13 @@ export class ApiError extends Error {
       code = errorId.replace(/^urn:error:contents:/, '');
       message = `HTTP ${status} ${code}`;
     }
-    return new ApiError(status, code, message, trackId ?? (typeof requestId === 'string' ? requestId : null), parseRetryAfter(headers));
+    return new ApiError(
+      status,
+      code,
+      message,
+      trackId ?? (typeof requestId === 'string' ? requestId : null),
+      parseRetryAfter(headers),
+    );
   }
 }
 
@@ -55,7 +61,10 @@ export class ApiError extends Error {
  * Retry-After as milliseconds from now: delay-seconds, or an HTTP date (measured against the
  * answer's own Date header when it has one, so a skewed local clock does not matter).
  */
-export function parseRetryAfter(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | null {
+export function parseRetryAfter(
+  headers: Record<string, string | string[] | undefined>,
+  now = Date.now(),
+): number | null {
   const raw = headers['retry-after'];
   const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
   if (!value) return null;
@@ -95,7 +104,10 @@ export class RetriesExhaustedError extends Error {
     readonly attempts: number,
     cause: ApiError | TransportError,
   ) {
-    super(`gave up after retrying for ${formatDuration(retriedForMs)} (${attempts} attempts): ${reason}: ${cause.message}`, { cause });
+    super(
+      `gave up after retrying for ${formatDuration(retriedForMs)} (${attempts} attempts): ${reason}: ${cause.message}`,
+      { cause },
+    );
   }
 
   /** The last answer's status, when the last failure was an answer. */
@@ -177,7 +189,8 @@ export const HINTS: Record<string, string> = {
   rangeTotalMismatch: 'the content has another size than the range names; check the content id',
   contentCompleting: 'the content is being completed; retry in a moment (the client does so by itself)',
   partAssembling: 'a part is being assembled; retry in a moment (the client does so by itself)',
-  claimLost: 'the service lost its claim on this part while writing it (a replica stopped or stalled); retry in a moment (the client does so by itself)',
+  claimLost:
+    'the service lost its claim on this part while writing it (a replica stopped or stalled); retry in a moment (the client does so by itself)',
   partWriting: 'another request is writing the same part; retry in a moment (the client does so by itself)',
   databaseUnavailable: 'the content database is unavailable; retry later (resume with --resume if an upload stopped)',
   storageUnavailable: 'the object storage is unavailable; retry later (resume with --resume if an upload stopped)',
@@ -204,7 +217,8 @@ export const HINTS: Record<string, string> = {
   ServiceUnavailable: 'the service is unavailable; retry later',
   MissingParameters: 'a parameter (api key, certificate, thumbprint or body) is missing',
   InvalidApiKey: 'the api key is unknown; ask the operator for one (`pnpm admin apikey create`)',
-  FreeNotAllowed: 'this api key may not skip certificate validation; sign in without free, or ask the operator for a key made with --allow-free',
+  FreeNotAllowed:
+    'this api key may not skip certificate validation; sign in without free, or ask the operator for a key made with --allow-free',
   CertUnreadable: 'the file is not a certificate (PEM or DER)',
   UnknownCertificate: 'the certificate is not registered; ask the operator to add it (`pnpm admin user add`)',
   CertNotValid: 'the certificate is expired, not yet valid, or not issued by a trusted CA',
@@ -221,7 +235,8 @@ export const HINTS: Record<string, string> = {
   CertificateRemoved: 'the certificate is no longer registered; ask the operator, then run `content login`',
   NotFound: 'no such sign-in endpoint: check --url (it should be the gateway, e.g. http://host:8080)',
   MethodNotAllowed: 'the sign-in endpoints take POST only; this is a client bug',
-  TooManyRequests: 'too many sign-in requests for this api key or address; retry after the time the service names (the client does so by itself)',
+  TooManyRequests:
+    'too many sign-in requests for this api key or address; retry after the time the service names (the client does so by itself)',
 };
 
 const HINTS_BY_STATUS: Record<number, string> = {

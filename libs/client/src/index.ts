@@ -20,8 +20,23 @@ export {
   formatDuration,
   parseRetryAfter,
 } from './errors';
-export { DEFAULT_RETRY_FOR_MS, RETRY_AFTER_CAP_MS, RetryPolicy, retryReason, type RetryNotice, type RetryPolicyOptions } from './RetryPolicy';
+export {
+  DEFAULT_RETRY_FOR_MS,
+  RETRY_AFTER_CAP_MS,
+  RetryPolicy,
+  retryReason,
+  type RetryNotice,
+  type RetryPolicyOptions,
+} from './RetryPolicy';
 export { checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 export { parseReceivedRanges, missingParts, splitIntoParts, type ByteRange } from './ranges';
-export type { CertChallenge, CodeError, ContentsError, PartStored, SessionPairAnswer, UploadCreated, UploadState } from './api';
+export type {
+  CertChallenge,
+  CodeError,
+  ContentsError,
+  PartStored,
+  SessionPairAnswer,
+  UploadCreated,
+  UploadState,
+} from './api';
 export type { components, operations, paths } from './generated/openapi';

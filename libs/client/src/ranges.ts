@@ -21,7 +21,8 @@ export function parseReceivedRanges(header: string | undefined): ByteRange[] {
 /** The parts of a `total`-byte file split every `partSize` bytes. */
 export function splitIntoParts(total: number, partSize: number): ByteRange[] {
   const parts: ByteRange[] = [];
-  for (let start = 0; start < total; start += partSize) parts.push({ start, end: Math.min(start + partSize, total) - 1 });
+  for (let start = 0; start < total; start += partSize)
+    parts.push({ start, end: Math.min(start + partSize, total) - 1 });
   return parts;
 }
 

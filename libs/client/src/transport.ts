@@ -54,7 +54,9 @@ export class Transport {
     const failed = (error: unknown): Error => {
       if (req.signal?.aborted) return (req.signal.reason as Error) ?? (error as Error);
       if (error instanceof ApiError || error instanceof TransportError) return error;
-      return new TransportError(`${req.method} ${req.url.pathname}: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      return new TransportError(`${req.method} ${req.url.pathname}: ${(error as Error)?.message ?? String(error)}`, {
+        cause: error,
+      });
     };
     let started: ClientRequest | undefined;
     let body: Readable | Buffer | undefined;
@@ -91,7 +93,10 @@ export class Transport {
     const status = res.statusCode ?? 0;
     if (status < 300 && req.sink) {
       await pipeline(res, req.sink());
-      if (!res.complete) throw new TransportError(`${req.method} ${req.url.pathname}: the answer broke off`, { code: 'ANSWER_BROKE_OFF' });
+      if (!res.complete)
+        throw new TransportError(`${req.method} ${req.url.pathname}: the answer broke off`, {
+          code: 'ANSWER_BROKE_OFF',
+        });
       return { status, headers: res.headers, text: '' };
     }
     const chunks: Buffer[] = [];

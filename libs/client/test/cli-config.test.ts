@@ -14,7 +14,10 @@ const OTHER_OWNER = '00000000-0000-4000-8000-000000000002';
 
 const stream = () => {
   let text = '';
-  return { s: { write: (t: string) => ((text += t), true), isTTY: false } as unknown as NodeJS.WriteStream, text: () => text };
+  return {
+    s: { write: (t: string) => ((text += t), true), isTTY: false } as unknown as NodeJS.WriteStream,
+    text: () => text,
+  };
 };
 
 describe('content settings: flags > environment > saved login > defaults', () => {
@@ -30,7 +33,9 @@ describe('content settings: flags > environment > saved login > defaults', () =>
 
   it('takes a flag over the environment variable', () => {
     const env = { CONTENT_URL: 'http://env.example:2', CONTENT_OWNER: 'env-owner', CONTENT_TOKEN: 'env-token' };
-    expect(resolveSettings({ url: 'http://flag.example:3', owner: 'flag-owner', token: 'flag-token' }, env, saved)).toEqual({
+    expect(
+      resolveSettings({ url: 'http://flag.example:3', owner: 'flag-owner', token: 'flag-token' }, env, saved),
+    ).toEqual({
       url: 'http://flag.example:3',
       owner: 'flag-owner',
       token: 'flag-token',
@@ -78,12 +83,25 @@ describe('content settings: flags > environment > saved login > defaults', () =>
     };
 
     it('goes to $CONTENT_URL for $CONTENT_OWNER, not to the url and owner of the saved login', async () => {
-      writeConfig(config, { url: deadUrl, owner: OTHER_OWNER, sid: api.sid, refreshToken: api.refreshToken, apiKey: 'k' });
-      const r = await content(['status', '00000000-0000-4000-8000-0000000000aa'], { CONTENT_URL: url, CONTENT_OWNER: OWNER });
+      writeConfig(config, {
+        url: deadUrl,
+        owner: OTHER_OWNER,
+        sid: api.sid,
+        refreshToken: api.refreshToken,
+        apiKey: 'k',
+      });
+      const r = await content(['status', '00000000-0000-4000-8000-0000000000aa'], {
+        CONTENT_URL: url,
+        CONTENT_OWNER: OWNER,
+      });
       // The fake API answered (404: no such content) for the environment's owner, with the saved session.
       expect(r).toMatchObject({ code: 4 });
       const seen = api.seen.at(-1)!;
-      expect(seen).toMatchObject({ method: 'HEAD', path: `/v1/${OWNER}/contents/00000000-0000-4000-8000-0000000000aa`, authorization: `auth.sid ${api.sid}` });
+      expect(seen).toMatchObject({
+        method: 'HEAD',
+        path: `/v1/${OWNER}/contents/00000000-0000-4000-8000-0000000000aa`,
+        authorization: `auth.sid ${api.sid}`,
+      });
     });
 
     it('goes to --url and --owner over $CONTENT_URL and $CONTENT_OWNER', async () => {
@@ -93,7 +111,9 @@ describe('content settings: flags > environment > saved login > defaults', () =>
         CONTENT_OWNER: OTHER_OWNER,
       });
       expect(r.code).toBe(4);
-      expect(api.seen.slice(before).map((s) => s.path)).toEqual([`/v1/${OWNER}/contents/00000000-0000-4000-8000-0000000000bb`]);
+      expect(api.seen.slice(before).map((s) => s.path)).toEqual([
+        `/v1/${OWNER}/contents/00000000-0000-4000-8000-0000000000bb`,
+      ]);
     });
 
     it('uses the saved url when neither a flag nor a variable names one', async () => {

@@ -13,7 +13,10 @@ describe('content --retry-for', () => {
   let url: string;
   const stream = () => {
     let text = '';
-    return { s: { write: (t: string) => ((text += t), true), isTTY: false } as unknown as NodeJS.WriteStream, text: () => text };
+    return {
+      s: { write: (t: string) => ((text += t), true), isTTY: false } as unknown as NodeJS.WriteStream,
+      text: () => text,
+    };
   };
   const content = (args: string[]) => {
     const out = stream();
@@ -39,7 +42,12 @@ describe('content --retry-for', () => {
     api.intercept = () => ({
       status: 503,
       headers: { 'retry-after': '0' },
-      body: { id: 'urn:error:contents:databaseUnavailable', 'status-code': 503, message: 'the content database does not answer', 'track-id': 'tr-1' },
+      body: {
+        id: 'urn:error:contents:databaseUnavailable',
+        'status-code': 503,
+        message: 'the content database does not answer',
+        'track-id': 'tr-1',
+      },
     });
     const started = Date.now();
     const r = await content(['upload', file, '--retry-for', '1500ms']);
@@ -57,7 +65,12 @@ describe('content --retry-for', () => {
     const r = await content(['status', '00000000-0000-4000-8000-000000000002', '--retry-for', '1s', '--json']);
     expect(r.code).toBe(6);
     const reported = JSON.parse(r.stderr) as Record<string, unknown>;
-    expect(reported).toMatchObject({ exitCode: 6, code: 'retriesExhausted', status: 429, reason: 'too many requests (429)' });
+    expect(reported).toMatchObject({
+      exitCode: 6,
+      code: 'retriesExhausted',
+      status: 429,
+      reason: 'too many requests (429)',
+    });
     expect(reported.retriedForMs).toBeGreaterThanOrEqual(1000);
   });
 

@@ -24,7 +24,11 @@ describe('what the client finds out by itself', () => {
 
   beforeEach(async () => {
     api = new FakeContentApi();
-    client = new ContentClient({ baseUrl: await api.start(), credentials: { kind: 'bearer', token: 'ok' }, partSize: PART });
+    client = new ContentClient({
+      baseUrl: await api.start(),
+      credentials: { kind: 'bearer', token: 'ok' },
+      partSize: PART,
+    });
   });
   afterEach(async () => {
     client.close();
@@ -39,7 +43,11 @@ describe('what the client finds out by itself', () => {
     const error = await client.uploadFile(path, { owner: OWNER, resume: id }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ContentStateError);
     expect(error).not.toBeInstanceOf(ApiError);
-    expect(error).toMatchObject({ name: 'ContentStateError', code: 'totalConflict', message: `content ${id} is ${3 * PART} bytes long, the file ${2 * PART}` });
+    expect(error).toMatchObject({
+      name: 'ContentStateError',
+      code: 'totalConflict',
+      message: `content ${id} is ${3 * PART} bytes long, the file ${2 * PART}`,
+    });
     expect((error as ContentStateError).hint).toMatch(/new content/);
     expect(api.count('PUT')).toBe(0);
   });
@@ -56,7 +64,12 @@ describe('what the client finds out by itself', () => {
     const data = randomBytes(3 * PART + 10);
     const id = started(data, 2);
     const progress: number[] = [];
-    const again = await client.uploadStream(Readable.from([data]), { owner: OWNER, resume: id, spoolDir: dir, onProgress: (p) => progress.push(p.done) });
+    const again = await client.uploadStream(Readable.from([data]), {
+      owner: OWNER,
+      resume: id,
+      spoolDir: dir,
+      onProgress: (p) => progress.push(p.done),
+    });
     expect(again).toBe(id);
     expect(api.bytesOf(id).equals(data)).toBe(true);
     expect(

@@ -35,14 +35,26 @@ describe('error answers', () => {
   it('reads both error formats and the HEAD header form', () => {
     const v1 = ApiError.fromResponse(
       409,
-      JSON.stringify({ id: 'urn:error:contents:totalConflict', 'status-code': 409, message: 'total differs', 'track-id': 't-1' }),
+      JSON.stringify({
+        id: 'urn:error:contents:totalConflict',
+        'status-code': 409,
+        message: 'total differs',
+        'track-id': 't-1',
+      }),
       {},
     );
     expect([v1.code, v1.message, v1.trackId]).toEqual(['totalConflict', 'total differs', 't-1']);
     expect(v1.hint).toMatch(/new content/);
-    const auth = ApiError.fromResponse(403, JSON.stringify({ Code: 'UnknownCertificate', Message: 'not registered' }), {});
+    const auth = ApiError.fromResponse(
+      403,
+      JSON.stringify({ Code: 'UnknownCertificate', Message: 'not registered' }),
+      {},
+    );
     expect([auth.code, auth.message]).toEqual(['UnknownCertificate', 'not registered']);
-    const head = ApiError.fromResponse(404, '', { 'x-error-id': 'urn:error:contents:contentNotFound', 'retry-after': '3' });
+    const head = ApiError.fromResponse(404, '', {
+      'x-error-id': 'urn:error:contents:contentNotFound',
+      'retry-after': '3',
+    });
     expect([head.code, head.retryAfterSeconds]).toEqual(['contentNotFound', 3]);
   });
 });

@@ -16,7 +16,10 @@ describe('the client against a service that fails in exact ways', () => {
   let api: FakeContentApi;
   let url: string;
   const clients: ContentClient[] = [];
-  const client = (credentials: Credentials = { kind: 'bearer', token: 'ok' }, onCredentials?: (c: Credentials) => void) => {
+  const client = (
+    credentials: Credentials = { kind: 'bearer', token: 'ok' },
+    onCredentials?: (c: Credentials) => void,
+  ) => {
     const c = new ContentClient({ baseUrl: url, credentials, partSize: PART, onCredentials });
     clients.push(c);
     return c;
@@ -45,7 +48,11 @@ describe('the client against a service that fails in exact ways', () => {
     const fourth = `bytes ${3 * PART}-${4 * PART - 1}/${total}`;
     api.intercept = (s, n) => {
       if (s.method === 'PUT' && s.range === third && n === 1)
-        return { status: 503, headers: { 'retry-after': '0' }, body: { id: 'urn:error:contents:contentBusy', 'status-code': 503, message: 'busy' } };
+        return {
+          status: 503,
+          headers: { 'retry-after': '0' },
+          body: { id: 'urn:error:contents:contentBusy', 'status-code': 503, message: 'busy' },
+        };
       if (s.method === 'PUT' && s.range === fourth && n <= 2) return 'drop';
       return undefined;
     };
@@ -59,7 +66,15 @@ describe('the client against a service that fails in exact ways', () => {
     const { path } = file(3 * PART);
     api.intercept = (s) =>
       s.method === 'PUT'
-        ? { status: 409, body: { id: 'urn:error:contents:totalConflict', 'status-code': 409, message: 'total differs', 'track-id': 'tr-9' } }
+        ? {
+            status: 409,
+            body: {
+              id: 'urn:error:contents:totalConflict',
+              'status-code': 409,
+              message: 'total differs',
+              'track-id': 'tr-9',
+            },
+          }
         : undefined;
     const error = await client()
       .uploadFile(path, { owner: OWNER, concurrency: 1 })
@@ -118,7 +133,9 @@ describe('the client against a service that fails in exact ways', () => {
   it('shares one refresh among parts that all get 401 at once, and every part then succeeds', async () => {
     const { path, data } = file(7 * PART);
     const saved: Credentials[] = [];
-    const c = client({ kind: 'session', sid: api.sid, refreshToken: api.refreshToken, apiKey: 'k' }, (cr) => saved.push(cr));
+    const c = client({ kind: 'session', sid: api.sid, refreshToken: api.refreshToken, apiKey: 'k' }, (cr) =>
+      saved.push(cr),
+    );
     // The sid expires right after the first part created the content.
     api.intercept = (s) => {
       if (s.method === 'POST' && s.path.startsWith('/v1/')) queueMicrotask(() => (api.sid = 'SID-EXPIRED'));
@@ -133,7 +150,9 @@ describe('the client against a service that fails in exact ways', () => {
     expect(api.bytesOf(id).equals(data)).toBe(true);
     expect(api.refreshes).toBe(1);
     expect(saved).toEqual([{ kind: 'session', sid: 'SID-2', refreshToken: 'RT-2', apiKey: 'k' }]);
-    expect(api.seen.filter((s) => s.authorization === 'auth.sid SID-1' && s.method === 'PUT').length).toBeGreaterThanOrEqual(1);
+    expect(
+      api.seen.filter((s) => s.authorization === 'auth.sid SID-1' && s.method === 'PUT').length,
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it('does not refresh a Bearer token: the 401 is the answer', async () => {
@@ -147,11 +166,15 @@ describe('the client against a service that fails in exact ways', () => {
     const { path, data } = file(5 * PART + 7);
     const c = client();
     const id = await c.uploadFile(path, { owner: OWNER });
-    api.intercept = (s, n) => (s.method === 'GET' && s.range === `bytes=${PART}-${2 * PART - 1}` && n === 1 ? 'drop-mid-body' : undefined);
+    api.intercept = (s, n) =>
+      s.method === 'GET' && s.range === `bytes=${PART}-${2 * PART - 1}` && n === 1 ? 'drop-mid-body' : undefined;
     const out = join(dir, 'down.bin');
     const { createHash } = await import('node:crypto');
     const sha = createHash('sha256').update(data).digest('hex');
-    await expect(c.downloadFile(id, out, { owner: OWNER, chunkSize: PART, sha256: sha })).resolves.toEqual({ bytes: data.length, sha256: sha });
+    await expect(c.downloadFile(id, out, { owner: OWNER, chunkSize: PART, sha256: sha })).resolves.toEqual({
+      bytes: data.length,
+      sha256: sha,
+    });
     expect(readFileSync(out).equals(data)).toBe(true);
     expect(api.count('GET', `bytes=${PART}-${2 * PART - 1}`)).toBe(1);
     const again = api.seen.filter(
@@ -163,7 +186,9 @@ describe('the client against a service that fails in exact ways', () => {
     );
     expect(again).toHaveLength(1);
     expect(Number(/^bytes=(\d+)-/.exec(again[0]!.range!)![1])).toBeGreaterThan(PART);
-    await expect(c.downloadFile(id, join(dir, 'bad.bin'), { owner: OWNER, chunkSize: PART, sha256: '0'.repeat(64) })).rejects.toMatchObject({
+    await expect(
+      c.downloadFile(id, join(dir, 'bad.bin'), { owner: OWNER, chunkSize: PART, sha256: '0'.repeat(64) }),
+    ).rejects.toMatchObject({
       name: 'IntegrityError',
     });
   });
@@ -175,7 +200,12 @@ describe('the client against a service that fails in exact ways', () => {
       const chunks = Array.from({ length: Math.ceil(size / 1000) }, (_, i) => data.subarray(i * 1000, (i + 1) * 1000));
       const progress: (number | null)[] = [];
       const spoolDir = mkdtempSync(join(dir, 'spool-'));
-      const id = await client().uploadStream(Readable.from(chunks), { owner: OWNER, concurrency: 2, spoolDir, onProgress: (p) => progress.push(p.total) });
+      const id = await client().uploadStream(Readable.from(chunks), {
+        owner: OWNER,
+        concurrency: 2,
+        spoolDir,
+        onProgress: (p) => progress.push(p.total),
+      });
       expect(api.bytesOf(id).equals(data)).toBe(true);
       // the parts waited on disk, and nothing of them is left
       expect(await readdir(spoolDir)).toEqual([]);
@@ -194,7 +224,9 @@ describe('the client against a service that fails in exact ways', () => {
   it('refuses a stream whose length differs from the one announced', async () => {
     const data = randomBytes(2 * PART + 1);
     const spoolDir = mkdtempSync(join(dir, 'spool-'));
-    await expect(client().uploadStream(Readable.from([data]), { owner: OWNER, size: 2 * PART, spoolDir })).rejects.toMatchObject({ name: 'IntegrityError' });
+    await expect(
+      client().uploadStream(Readable.from([data]), { owner: OWNER, size: 2 * PART, spoolDir }),
+    ).rejects.toMatchObject({ name: 'IntegrityError' });
     expect(await readdir(spoolDir)).toEqual([]);
   });
 });
@@ -204,27 +236,31 @@ describe('cutting a stream into parts', () => {
     const dir = await mkdtemp(join(tmpdir(), 'spool-test-'));
     try {
       await fc.assert(
-        fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 20 }), fc.integer({ min: 1, max: 200 }), async (sizes, size) => {
-          const chunks = sizes.map((n) => randomBytes(n));
-          const whole = Buffer.concat(chunks);
-          const parts = [];
-          const contents: Buffer[] = [];
-          for await (const p of spooledParts(Readable.from(chunks), size, dir)) {
-            parts.push(p);
-            contents.push(await readFile(p.path));
-            await rm(p.path);
-          }
-          expect(Buffer.concat(contents).equals(whole)).toBe(true);
-          parts.forEach((p, i) => {
-            expect(p.start).toBe(i * size);
-            expect(p.length).toBe(contents[i]!.length);
-            expect(p.last).toBe(i === parts.length - 1);
-            if (!p.last) expect(p.length).toBe(size);
-            else expect(p.length).toBeGreaterThan(0);
-          });
-          expect(parts.length).toBe(Math.ceil(whole.length / size));
-          expect(await readdir(dir)).toEqual([]);
-        }),
+        fc.asyncProperty(
+          fc.array(fc.integer({ min: 0, max: 300 }), { maxLength: 20 }),
+          fc.integer({ min: 1, max: 200 }),
+          async (sizes, size) => {
+            const chunks = sizes.map((n) => randomBytes(n));
+            const whole = Buffer.concat(chunks);
+            const parts = [];
+            const contents: Buffer[] = [];
+            for await (const p of spooledParts(Readable.from(chunks), size, dir)) {
+              parts.push(p);
+              contents.push(await readFile(p.path));
+              await rm(p.path);
+            }
+            expect(Buffer.concat(contents).equals(whole)).toBe(true);
+            parts.forEach((p, i) => {
+              expect(p.start).toBe(i * size);
+              expect(p.length).toBe(contents[i]!.length);
+              expect(p.last).toBe(i === parts.length - 1);
+              if (!p.last) expect(p.length).toBe(size);
+              else expect(p.length).toBeGreaterThan(0);
+            });
+            expect(parts.length).toBe(Math.ceil(whole.length / size));
+            expect(await readdir(dir)).toEqual([]);
+          },
+        ),
       );
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError, ContentClient, RetriesExhaustedError, parseRetryAfter, type ContentClientOptions, type RetryNotice } from '../src';
+import {
+  ApiError,
+  ContentClient,
+  RetriesExhaustedError,
+  parseRetryAfter,
+  type ContentClientOptions,
+  type RetryNotice,
+} from '../src';
 import { parseDuration } from '../src/cli/duration';
 import { progressView, waitingText } from '../src/cli/progress';
 import { FakeContentApi } from './support/FakeContentApi';
@@ -12,7 +19,12 @@ const OWNER = '00000000-0000-4000-8000-000000000001';
 const unavailable = (headers: Record<string, string> = {}) => ({
   status: 503,
   headers,
-  body: { id: 'urn:error:contents:serviceUnavailable', 'status-code': 503, message: 'restarting', 'track-id': 'tr-503' },
+  body: {
+    id: 'urn:error:contents:serviceUnavailable',
+    'status-code': 503,
+    message: 'restarting',
+    'track-id': 'tr-503',
+  },
 });
 
 describe('retries within a time budget', () => {
@@ -22,7 +34,13 @@ describe('retries within a time budget', () => {
   let notices: RetryNotice[];
   const clients: ContentClient[] = [];
   const client = (options: Partial<ContentClientOptions> = {}) => {
-    const c = new ContentClient({ baseUrl: url, credentials: { kind: 'bearer', token: 'ok' }, partSize: PART, onRetry: (n) => notices.push(n), ...options });
+    const c = new ContentClient({
+      baseUrl: url,
+      credentials: { kind: 'bearer', token: 'ok' },
+      partSize: PART,
+      onRetry: (n) => notices.push(n),
+      ...options,
+    });
     clients.push(c);
     return c;
   };
@@ -48,7 +66,8 @@ describe('retries within a time budget', () => {
   it('waits as long as Retry-After says in seconds after a 503, then the part goes through', async () => {
     const { path, data } = file(3 * PART);
     const second = `bytes ${PART}-${2 * PART - 1}/${data.length}`;
-    api.intercept = (s, n) => (s.method === 'PUT' && s.range === second && n <= 2 ? unavailable({ 'retry-after': '1' }) : undefined);
+    api.intercept = (s, n) =>
+      s.method === 'PUT' && s.range === second && n <= 2 ? unavailable({ 'retry-after': '1' }) : undefined;
     const id = await client().uploadFile(path, { owner: OWNER, concurrency: 1 });
     expect(api.bytesOf(id).equals(data)).toBe(true);
     const tries = putsOf(second);
@@ -68,7 +87,10 @@ describe('retries within a time budget', () => {
     api.intercept = (s, n) => {
       if (s.method !== 'PUT' || n > 1) return undefined;
       const serverNow = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
-      return unavailable({ date: new Date(serverNow).toUTCString(), 'retry-after': new Date(serverNow + 2000).toUTCString() });
+      return unavailable({
+        date: new Date(serverNow).toUTCString(),
+        'retry-after': new Date(serverNow + 2000).toUTCString(),
+      });
     };
     const id = await client().uploadFile(path, { owner: OWNER });
     expect(api.bytesOf(id).equals(data)).toBe(true);
@@ -84,7 +106,9 @@ describe('retries within a time budget', () => {
     const now = Date.parse('Mon, 23 Nov 2026 16:00:00 GMT');
     expect(parseRetryAfter({ 'retry-after': '7' }, now)).toBe(7000);
     expect(parseRetryAfter({ 'retry-after': 'Mon, 23 Nov 2026 16:00:30 GMT' }, now)).toBe(30_000);
-    expect(parseRetryAfter({ 'retry-after': 'Mon, 23 Nov 2026 16:00:30 GMT', date: 'Mon, 23 Nov 2026 16:00:20 GMT' }, now)).toBe(10_000);
+    expect(
+      parseRetryAfter({ 'retry-after': 'Mon, 23 Nov 2026 16:00:30 GMT', date: 'Mon, 23 Nov 2026 16:00:20 GMT' }, now),
+    ).toBe(10_000);
     expect(parseRetryAfter({ 'retry-after': 'Mon, 23 Nov 2026 15:00:00 GMT' }, now)).toBe(0);
     expect(parseRetryAfter({ 'retry-after': 'soon' }, now)).toBeNull();
     expect(parseRetryAfter({}, now)).toBeNull();
@@ -100,7 +124,8 @@ describe('retries within a time budget', () => {
   it('retries 429 (too many requests) and 408, and the content is whole', async () => {
     const { path, data } = file(3 * PART);
     api.intercept = (s, n) => {
-      if (s.method === 'PUT' && s.range?.startsWith(`bytes ${PART}-`) && n === 1) return { status: 429, headers: { 'retry-after': '0' } };
+      if (s.method === 'PUT' && s.range?.startsWith(`bytes ${PART}-`) && n === 1)
+        return { status: 429, headers: { 'retry-after': '0' } };
       if (s.method === 'PUT' && s.range?.startsWith(`bytes ${2 * PART}-`) && n === 1) return { status: 408 };
       return undefined;
     };
@@ -154,7 +179,9 @@ describe('retries within a time budget', () => {
     expect(gaveUp.status).toBe(503);
     expect(gaveUp.trackId).toBe('tr-503');
     expect(gaveUp.cause).toBeInstanceOf(ApiError);
-    expect(gaveUp.message).toMatch(/^gave up after retrying for 2s \(\d+ attempts\): service unavailable \(503\): restarting$/);
+    expect(gaveUp.message).toMatch(
+      /^gave up after retrying for 2s \(\d+ attempts\): service unavailable \(503\): restarting$/,
+    );
     // The last notice's wait was cut to what was left of the budget.
     expect(notices[notices.length - 1]!.retryAt).toBeLessThanOrEqual(notices[0]!.giveUpAt);
   });
@@ -162,7 +189,10 @@ describe('retries within a time budget', () => {
   it('with a budget of 0 does not retry at all: the answer itself is the error', async () => {
     const { path } = file(PART);
     api.intercept = () => unavailable({ 'retry-after': '0' });
-    await expect(client({ retryForMs: 0 }).uploadFile(path, { owner: OWNER })).rejects.toMatchObject({ name: 'ApiError', status: 503 });
+    await expect(client({ retryForMs: 0 }).uploadFile(path, { owner: OWNER })).rejects.toMatchObject({
+      name: 'ApiError',
+      status: 503,
+    });
     expect(api.count('POST')).toBe(1);
     expect(notices).toEqual([]);
   });
@@ -209,15 +239,22 @@ describe('retries within a time budget', () => {
   });
 
   it('sends a refresh with its inputs in headers, not in the query string', async () => {
-    const c = client({ credentials: { kind: 'session', sid: api.sid, refreshToken: api.refreshToken, apiKey: 'key-1' } });
+    const c = client({
+      credentials: { kind: 'session', sid: api.sid, refreshToken: api.refreshToken, apiKey: 'key-1' },
+    });
     await expect(c.refresh()).resolves.toEqual({ sid: 'SID-2', refreshToken: 'RT-2' });
     const sent = api.seen.find((s) => s.path === '/sessions/v5.13/sessions/refresh')!;
     expect(sent.query).toBe('');
-    expect(sent.headers).toMatchObject({ authorization: 'auth.sid SID-1', 'x-refresh-token': 'RT-1', 'x-kontur-apikey': 'key-1' });
+    expect(sent.headers).toMatchObject({
+      authorization: 'auth.sid SID-1',
+      'x-refresh-token': 'RT-1',
+      'x-kontur-apikey': 'key-1',
+    });
   });
 
   it('retries a refresh that met a 503', async () => {
-    api.intercept = (s, n) => (s.path.endsWith('/refresh') && n === 1 ? unavailable({ 'retry-after': '0' }) : undefined);
+    api.intercept = (s, n) =>
+      s.path.endsWith('/refresh') && n === 1 ? unavailable({ 'retry-after': '0' }) : undefined;
     const c = client({ credentials: { kind: 'session', sid: api.sid, refreshToken: api.refreshToken, apiKey: 'k' } });
     await expect(c.refresh()).resolves.toEqual({ sid: 'SID-2', refreshToken: 'RT-2' });
     expect(notices.map((n) => n.path)).toEqual(['/sessions/v5.13/sessions/refresh']);
@@ -238,14 +275,20 @@ describe('the waiting progress line', () => {
   });
   const sink = () => {
     let text = '';
-    return { stream: { write: (s: string) => ((text += s), true), isTTY: false } as unknown as NodeJS.WriteStream, text: () => text };
+    return {
+      stream: { write: (s: string) => ((text += s), true), isTTY: false } as unknown as NodeJS.WriteStream,
+      text: () => text,
+    };
   };
 
   it('says how long it waits, why, and for how much longer it keeps retrying', () => {
     expect(waitingText(notice(), 1_000_000)).toBe('waiting 4 s: service unavailable (503), retrying for 1m52s more');
-    expect(waitingText(notice({ reason: 'connection refused', retryAt: 1_000_000 + 300, giveUpAt: 1_000_000 + 45_000 }), 1_000_000)).toBe(
-      'waiting 1 s: connection refused, retrying for 45s more',
-    );
+    expect(
+      waitingText(
+        notice({ reason: 'connection refused', retryAt: 1_000_000 + 300, giveUpAt: 1_000_000 + 45_000 }),
+        1_000_000,
+      ),
+    ).toBe('waiting 1 s: connection refused, retrying for 45s more');
   });
 
   it('without a terminal prints a line per wait (not one per part in flight), and one when it goes on', () => {
@@ -287,14 +330,18 @@ describe('the waiting progress line', () => {
     view.waiting(notice({ retryAt: now + 4000, giveUpAt: now + 112_000 }));
     await new Promise((r) => setTimeout(r, 250));
     view.stop();
-    expect(text).toMatch(/upload \[[=-]+\] 25% \| 10\.0\/40\.0 MiB \| [\d.]+ MB\/s \| waiting [34] s: service unavailable \(503\), retrying for 1m5[12]s more/);
+    expect(text).toMatch(
+      /upload \[[=-]+\] 25% \| 10\.0\/40\.0 MiB \| [\d.]+ MB\/s \| waiting [34] s: service unavailable \(503\), retrying for 1m5[12]s more/,
+    );
     expect(text).not.toMatch(/\n.*\n/);
   });
 });
 
 describe('--retry-for', () => {
   it('reads 30s, 5m, 1h, 2m30s, 500ms and bare seconds; refuses the rest', () => {
-    expect(['30s', '5m', '1h', '2m30s', '500ms', '90', '0'].map(parseDuration)).toEqual([30_000, 300_000, 3_600_000, 150_000, 500, 90_000, 0]);
+    expect(['30s', '5m', '1h', '2m30s', '500ms', '90', '0'].map(parseDuration)).toEqual([
+      30_000, 300_000, 3_600_000, 150_000, 500, 90_000, 0,
+    ]);
     expect(['', 'soon', '5 minutes', '-1s', 'm'].map(parseDuration)).toEqual([null, null, null, null, null]);
   });
 });

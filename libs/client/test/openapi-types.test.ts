@@ -14,16 +14,25 @@ const GENERATED = join(CLIENT, 'src', 'generated', 'openapi.ts');
 function runBin(pkg: string, name: string, args: string[], input?: string): string {
   const manifest = require.resolve(`${pkg}/package.json`, { paths: [CLIENT] });
   const { bin } = JSON.parse(readFileSync(manifest, 'utf8')) as { bin: string | Record<string, string> };
-  return execFileSync(process.execPath, [join(dirname(manifest), typeof bin === 'string' ? bin : bin[name]!), ...args], {
-    encoding: 'utf8',
-    input,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  return execFileSync(
+    process.execPath,
+    [join(dirname(manifest), typeof bin === 'string' ? bin : bin[name]!), ...args],
+    {
+      encoding: 'utf8',
+      input,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
 }
 
 /** What `pnpm --filter @cp/client generate:types` writes for a description: openapi-typescript, then prettier. */
 function generate(openapiPath: string): string {
-  return runBin('prettier', 'prettier', ['--stdin-filepath', GENERATED], runBin('openapi-typescript', 'openapi-typescript', [openapiPath]));
+  return runBin(
+    'prettier',
+    'prettier',
+    ['--stdin-filepath', GENERATED],
+    runBin('openapi-typescript', 'openapi-typescript', [openapiPath]),
+  );
 }
 
 describe('types generated from openapi.yaml', () => {
@@ -65,7 +74,11 @@ describe('types generated from openapi.yaml', () => {
     const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
     let output = '';
     try {
-      execFileSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], cwd: CLIENT });
+      execFileSync(process.execPath, [tsc, '-p', dir], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        cwd: CLIENT,
+      });
     } catch (error) {
       output = String((error as { stdout?: string }).stdout);
     }

@@ -17,7 +17,10 @@ export class ConfigError extends Error {
  * Parses the environment once against a schema whose keys are variable names. Libraries never
  * read process.env themselves; each service's main.ts calls this and passes typed values on.
  */
-export function parseEnv<S extends z.ZodRawShape>(shape: S, env: NodeJS.ProcessEnv = process.env): z.infer<z.ZodObject<S>> {
+export function parseEnv<S extends z.ZodRawShape>(
+  shape: S,
+  env: NodeJS.ProcessEnv = process.env,
+): z.infer<z.ZodObject<S>> {
   const result = z.object(shape).safeParse(env);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
@@ -91,15 +94,20 @@ type CalledServiceSettings<P extends string, T> = Record<`${P}_URL` | `${P}_INTE
  * the secret sent as `x-internal-secret` (the called service's `INTERNAL_SECRET_<this service>`).
  */
 export function calledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodString> {
-  return { [`${prefix}_URL`]: env.url(), [`${prefix}_INTERNAL_SECRET`]: env.secret() } as CalledServiceSettings<P, z.ZodString>;
+  return { [`${prefix}_URL`]: env.url(), [`${prefix}_INTERNAL_SECRET`]: env.secret() } as CalledServiceSettings<
+    P,
+    z.ZodString
+  >;
 }
 
 /** `calledService` for a service that may run without that one (both variables optional). */
-export function optionalCalledService<P extends string>(prefix: P): CalledServiceSettings<P, z.ZodOptional<z.ZodString>> {
-  return { [`${prefix}_URL`]: env.url().optional(), [`${prefix}_INTERNAL_SECRET`]: env.secret().optional() } as CalledServiceSettings<
-    P,
-    z.ZodOptional<z.ZodString>
-  >;
+export function optionalCalledService<P extends string>(
+  prefix: P,
+): CalledServiceSettings<P, z.ZodOptional<z.ZodString>> {
+  return {
+    [`${prefix}_URL`]: env.url().optional(),
+    [`${prefix}_INTERNAL_SECRET`]: env.secret().optional(),
+  } as CalledServiceSettings<P, z.ZodOptional<z.ZodString>>;
 }
 
 /** The service's MongoDB and its own database there. */
@@ -135,7 +143,14 @@ type RedisSettings = z.output<z.ZodObject<ReturnType<typeof redisSettings>>>;
 
 /** What libs/redis connects to: a URL, or Sentinel. */
 export type RedisTarget =
-  string | { sentinels: { host: string; port: number }[]; master: string; username?: string; password?: string; sentinelPassword?: string };
+  | string
+  | {
+      sentinels: { host: string; port: number }[];
+      master: string;
+      username?: string;
+      password?: string;
+      sentinelPassword?: string;
+    };
 
 /**
  * The Redis a parsed configuration names, or null when none is set (an error unless `optional`);
@@ -145,8 +160,14 @@ export function redisTarget(c: RedisSettings): RedisTarget;
 export function redisTarget(c: RedisSettings, options: { optional: boolean }): RedisTarget | null;
 export function redisTarget(c: RedisSettings, { optional = false } = {}): RedisTarget | null {
   if (c.REDIS_SENTINELS.length === 0) {
-    for (const variable of ['REDIS_SENTINEL_MASTER', 'REDIS_USERNAME', 'REDIS_PASSWORD', 'REDIS_SENTINEL_PASSWORD'] as const) {
-      if (c[variable] !== undefined) throw new ConfigError(variable, 'is read only with REDIS_SENTINELS (with REDIS_URL, put the user in the URL)');
+    for (const variable of [
+      'REDIS_SENTINEL_MASTER',
+      'REDIS_USERNAME',
+      'REDIS_PASSWORD',
+      'REDIS_SENTINEL_PASSWORD',
+    ] as const) {
+      if (c[variable] !== undefined)
+        throw new ConfigError(variable, 'is read only with REDIS_SENTINELS (with REDIS_URL, put the user in the URL)');
     }
     if (c.REDIS_URL) return c.REDIS_URL;
     if (optional) return null;
@@ -154,12 +175,17 @@ export function redisTarget(c: RedisSettings, { optional = false } = {}): RedisT
   }
   if (c.REDIS_URL) throw new ConfigError('REDIS_URL', 'set either REDIS_URL or REDIS_SENTINELS, not both');
   if (!c.REDIS_SENTINEL_MASTER)
-    throw new ConfigError('REDIS_SENTINEL_MASTER', 'is required with REDIS_SENTINELS: the name the Sentinels monitor the master under');
-  if (c.REDIS_PASSWORD && !c.REDIS_USERNAME) throw new ConfigError('REDIS_USERNAME', 'is required with REDIS_PASSWORD: each service has its own Redis user');
+    throw new ConfigError(
+      'REDIS_SENTINEL_MASTER',
+      'is required with REDIS_SENTINELS: the name the Sentinels monitor the master under',
+    );
+  if (c.REDIS_PASSWORD && !c.REDIS_USERNAME)
+    throw new ConfigError('REDIS_USERNAME', 'is required with REDIS_PASSWORD: each service has its own Redis user');
   const sentinels = c.REDIS_SENTINELS.map((entry) => {
     const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(entry);
     const port = Number(m?.[2]);
-    if (!m || port < 1 || port > 65535) throw new ConfigError('REDIS_SENTINELS', `entry ${JSON.stringify(entry)} is not host:port`);
+    if (!m || port < 1 || port > 65535)
+      throw new ConfigError('REDIS_SENTINELS', `entry ${JSON.stringify(entry)} is not host:port`);
     return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port };
   });
   return {

@@ -6,7 +6,9 @@ describe('redisTarget', () => {
   it('is REDIS_URL as given, or nothing for a service that may run without Redis', () => {
     expect(target({ REDIS_URL: 'redis://user:pw@redis:6379' })).toBe('redis://user:pw@redis:6379');
     expect(target({}, true)).toBeNull();
-    expect(() => target({})).toThrow(/^configuration: REDIS_URL: is required \(or REDIS_SENTINELS with REDIS_SENTINEL_MASTER\)/);
+    expect(() => target({})).toThrow(
+      /^configuration: REDIS_URL: is required \(or REDIS_SENTINELS with REDIS_SENTINEL_MASTER\)/,
+    );
   });
 
   it('is Sentinel with the master name and the service user from REDIS_SENTINELS, REDIS_SENTINEL_MASTER, REDIS_USERNAME, REDIS_PASSWORD', () => {
@@ -33,7 +35,9 @@ describe('redisTarget', () => {
   it('names the variable that is missing or wrong', () => {
     const sentinels = { REDIS_SENTINELS: 'sentinel-0:26379' };
     expect(() => target(sentinels)).toThrow(/^configuration: REDIS_SENTINEL_MASTER: is required with REDIS_SENTINELS/);
-    expect(() => target({ ...sentinels, REDIS_SENTINEL_MASTER: 'm', REDIS_URL: 'redis://redis:6379' })).toThrow(/^configuration: REDIS_URL: set either/);
+    expect(() => target({ ...sentinels, REDIS_SENTINEL_MASTER: 'm', REDIS_URL: 'redis://redis:6379' })).toThrow(
+      /^configuration: REDIS_URL: set either/,
+    );
     expect(() => target({ REDIS_SENTINELS: 'sentinel-0', REDIS_SENTINEL_MASTER: 'm' })).toThrow(
       /^configuration: REDIS_SENTINELS: entry "sentinel-0" is not host:port/,
     );

@@ -96,10 +96,17 @@ export class BearerVerifier {
       throw error;
     }
     const claim = payload[this.options.ownersClaim];
-    const owners = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim.filter((o): o is string => typeof o === 'string') : [];
+    const owners =
+      typeof claim === 'string'
+        ? [claim]
+        : Array.isArray(claim)
+          ? claim.filter((o): o is string => typeof o === 'string')
+          : [];
     // `sub` is not required (a client-credentials token may lack it); the subject is for logs only.
     const subject =
-      payload.sub ?? (typeof payload.client_id === 'string' ? payload.client_id : undefined) ?? (typeof payload.azp === 'string' ? payload.azp : '');
+      payload.sub ??
+      (typeof payload.client_id === 'string' ? payload.client_id : undefined) ??
+      (typeof payload.azp === 'string' ? payload.azp : '');
     return { principal: { kind: 'bearer', subject, owners: owners.map((o) => o.toLowerCase()) }, exp: payload.exp! };
   }
 }

@@ -33,7 +33,14 @@ export class DevKeys {
   }
 
   /** Mints an access token for `owners`, valid for `ttlSeconds`. */
-  async mint(opts: { owners: string[]; subject?: string; ttlSeconds?: number; issuer?: string; audience?: string; notBefore?: number }): Promise<string> {
+  async mint(opts: {
+    owners: string[];
+    subject?: string;
+    ttlSeconds?: number;
+    issuer?: string;
+    audience?: string;
+    notBefore?: number;
+  }): Promise<string> {
     await this.ensure();
     const jwk = JSON.parse(readFileSync(this.privateFile, 'utf8')) as JWK;
     const key = await importJWK(jwk, ALG);

@@ -1,6 +1,9 @@
 /** What a request presents as its credential, before anything checks it. */
 export type PresentedCredential =
-  { scheme: 'bearer'; token: string } | { scheme: 'auth.sid'; sid: string } | { scheme: 'none' } | { scheme: 'malformed'; reason: string };
+  | { scheme: 'bearer'; token: string }
+  | { scheme: 'auth.sid'; sid: string }
+  | { scheme: 'none' }
+  | { scheme: 'malformed'; reason: string };
 
 /** Reads `Authorization: Bearer`, `Authorization: auth.sid`, or `Cookie: auth.sid=`. */
 export function parseAuthorization(authorization: string | undefined, cookie: string | undefined): PresentedCredential {

@@ -53,8 +53,16 @@ describe('BearerVerifier with a remote JWKS', () => {
   it('accepts a good token, with or without sub, and reads its owners', async () => {
     mode = 'keys';
     const v = verifier();
-    await expect(v.verify(await token({ sub: 'alice', owners: ['AB'] }))).resolves.toEqual({ kind: 'bearer', subject: 'alice', owners: ['ab'] });
-    await expect(v.verify(await token({ client_id: 'batch-job', owners: 'cd' }))).resolves.toEqual({ kind: 'bearer', subject: 'batch-job', owners: ['cd'] });
+    await expect(v.verify(await token({ sub: 'alice', owners: ['AB'] }))).resolves.toEqual({
+      kind: 'bearer',
+      subject: 'alice',
+      owners: ['ab'],
+    });
+    await expect(v.verify(await token({ client_id: 'batch-job', owners: 'cd' }))).resolves.toEqual({
+      kind: 'bearer',
+      subject: 'batch-job',
+      owners: ['cd'],
+    });
   });
 
   it('refuses a bad token as invalid', async () => {
@@ -88,7 +96,10 @@ describe('BearerVerifier cache of verified tokens', () => {
     privateKey = pair.privateKey;
     const dir = mkdtempSync(join(tmpdir(), 'bearer-cache-'));
     jwksFile = join(dir, 'jwks.json');
-    writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256' }] }));
+    writeFileSync(
+      jwksFile,
+      JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256' }] }),
+    );
   });
 
   const verifier = (extra: Partial<BearerVerifierOptions> = {}) =>
@@ -115,7 +126,8 @@ describe('BearerVerifier cache of verified tokens', () => {
     const v = verifier({ cacheSeconds: 60 });
     const checked = jest.spyOn(v as unknown as { checked: (t: string) => Promise<unknown> }, 'checked');
     const good = await token(Math.floor(now / 1000) + 3600);
-    for (let i = 0; i < 5; i++) await expect(v.verify(good)).resolves.toEqual({ kind: 'bearer', subject: 'alice', owners: ['ab'] });
+    for (let i = 0; i < 5; i++)
+      await expect(v.verify(good)).resolves.toEqual({ kind: 'bearer', subject: 'alice', owners: ['ab'] });
     expect(checked).toHaveBeenCalledTimes(1);
     now += 61_000;
     await v.verify(good);

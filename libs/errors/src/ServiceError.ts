@@ -43,7 +43,10 @@ export class ServiceError extends Error {
   static of(code: ErrorCode, message?: string, options: ServiceErrorOfOptions = {}): ServiceError {
     const spec: { status: number; message: string; retryAfterSeconds?: number } = ERROR_CATALOGUE[code];
     const status = options.status ?? spec.status;
-    const headers = status === 503 ? { 'Retry-After': String(options.retryAfterSeconds ?? spec.retryAfterSeconds ?? 5), ...options.headers } : options.headers;
+    const headers =
+      status === 503
+        ? { 'Retry-After': String(options.retryAfterSeconds ?? spec.retryAfterSeconds ?? 5), ...options.headers }
+        : options.headers;
     return new ServiceError(status, code, message ?? spec.message, { headers, cause: options.cause });
   }
 }

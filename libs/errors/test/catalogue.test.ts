@@ -13,7 +13,8 @@ function sources(): { file: string; text: string }[] {
     for (const name of readdirSync(dir)) {
       const path = join(dir, name);
       if (statSync(path).isDirectory()) walk(path);
-      else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) found.push({ file: relative(ROOT, path), text: readFileSync(path, 'utf8') });
+      else if (name.endsWith('.ts') && !name.endsWith('.d.ts'))
+        found.push({ file: relative(ROOT, path), text: readFileSync(path, 'utf8') });
     }
   };
   for (const top of ['services', 'libs']) {
@@ -73,7 +74,8 @@ describe('the error catalogue', () => {
       for (const m of text.matchAll(USE)) {
         const [, quote, code] = m;
         if (!quote) problems.push(`${file}:${lineOf(text, m.index)}: the code is not a string literal`);
-        else if (!Object.hasOwn(catalogue, code!)) problems.push(`${file}:${lineOf(text, m.index)}: ${code} is not in the catalogue`);
+        else if (!Object.hasOwn(catalogue, code!))
+          problems.push(`${file}:${lineOf(text, m.index)}: ${code} is not in the catalogue`);
         else used.add(code!);
       }
     }
@@ -111,7 +113,8 @@ describe('the error catalogue', () => {
     const missing: string[] = [];
     for (const code of published) {
       const { family } = catalogue[code]!;
-      if (family !== 'signin' && !contentsIds.includes(`urn:error:contents:${code}`)) missing.push(`ContentsError.id: urn:error:contents:${code}`);
+      if (family !== 'signin' && !contentsIds.includes(`urn:error:contents:${code}`))
+        missing.push(`ContentsError.id: urn:error:contents:${code}`);
       // The gateway's own codes are answered on /auth and /sessions too, capitalised.
       const signin = family === 'signin' ? code : family === 'gateway' ? capitalised(code) : null;
       if (signin && !signinCodes.includes(signin)) missing.push(`CodeError.Code: ${signin}`);

@@ -21,7 +21,11 @@ describe('createLogger', () => {
       },
       'request',
     );
-    const line = JSON.parse(lines[0]!) as { service: string; req: { headers: Record<string, string> }; headers: Record<string, string> };
+    const line = JSON.parse(lines[0]!) as {
+      service: string;
+      req: { headers: Record<string, string> };
+      headers: Record<string, string>;
+    };
     expect(line.service).toBe('test');
     expect(line.req.headers).toEqual({
       authorization: '[redacted]',

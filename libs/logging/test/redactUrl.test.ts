@@ -10,7 +10,10 @@ describe('redactUrl', () => {
     ],
     ['/x?sid=S&free=true', '/x?sid=[redacted]&free=true'],
     ['/x?Api%2DKey=S&thumbprint=AB', '/x?Api%2DKey=[redacted]&thumbprint=AB'],
-    ['/x?client_secret=S&access_token=T&myKey=K', '/x?client_secret=[redacted]&access_token=[redacted]&myKey=[redacted]'],
+    [
+      '/x?client_secret=S&access_token=T&myKey=K',
+      '/x?client_secret=[redacted]&access_token=[redacted]&myKey=[redacted]',
+    ],
     ['/v1/a/contents/b', '/v1/a/contents/b'],
     ['/x?free&thumbprint=1', '/x?free&thumbprint=1'],
     ['/x?refreshToken=E&bad=%E0%A4%A', '/x?refreshToken=[redacted]&bad=%E0%A4%A'],
@@ -20,7 +23,16 @@ describe('redactUrl', () => {
   });
 
   it('never lets the value of a secret parameter through, whatever the rest of the query', () => {
-    const name = fc.constantFrom('apiKey', 'api-key', 'auth.sid', 'sid', 'refresh-token', 'SID', 'x-token', 'the_secret');
+    const name = fc.constantFrom(
+      'apiKey',
+      'api-key',
+      'auth.sid',
+      'sid',
+      'refresh-token',
+      'SID',
+      'x-token',
+      'the_secret',
+    );
     const value = fc.stringMatching(/^[A-Za-z0-9]{24,64}$/);
     const other = fc.tuple(
       fc.stringMatching(/^[a-z]{1,8}$/).filter((n) => !/key|token|sid|secret|auth|pass|sign|cred/.test(n)),

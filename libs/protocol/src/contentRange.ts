@@ -16,7 +16,8 @@ const CONTENT_RANGE = /^bytes[ =]([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/
  */
 export function parseContentRange(header: string): ContentRange {
   const m = CONTENT_RANGE.exec(header.trim());
-  if (!m) throw new RangeSyntaxError(`Content-Range ${JSON.stringify(header)} is not "bytes a-b/total" or "bytes a-b/*"`);
+  if (!m)
+    throw new RangeSyntaxError(`Content-Range ${JSON.stringify(header)} is not "bytes a-b/total" or "bytes a-b/*"`);
   const start = Number(m[1]);
   const end = Number(m[2]);
   const total = m[3] === '*' ? null : Number(m[3]);

@@ -26,7 +26,9 @@ export function parseRange(header: string): RangeRequest {
   if (value.includes(',')) throw new RangeSyntaxError('multiple ranges in one request are not supported');
   const rfc = RFC.exec(value);
   if (!rfc || (rfc[1] === '' && rfc[2] === '')) {
-    throw new RangeSyntaxError(`Range ${JSON.stringify(header)} is not "bytes=a-b", "bytes=a-", "bytes=-n" or "bytes a-b/total"`);
+    throw new RangeSyntaxError(
+      `Range ${JSON.stringify(header)} is not "bytes=a-b", "bytes=a-", "bytes=-n" or "bytes a-b/total"`,
+    );
   }
   if (rfc[1] === '') return { form: 'rfc-suffix', length: Number(rfc[2]) };
   const first = Number(rfc[1]);

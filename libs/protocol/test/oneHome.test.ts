@@ -8,13 +8,23 @@ const ROOT = join(__dirname, '..', '..', '..');
 const HOME = 'libs/protocol/src/';
 
 const FACTS: { fact: string; pattern: RegExp }[] = [
-  { fact: 'the part size', pattern: /\b64\s*\*\s*1024\s*\*\s*1024\b(?!\s*\*)|\b67108864\b|\b2\s*\*\*\s*26\b|\b64\s*\*\s*2\s*\*\*\s*20\b/ },
-  { fact: 'the content limit', pattern: /\b30\s*\*\s*1024\s*\*\s*1024\s*\*\s*1024\b|\b32212254720\b|\b30\s*\*\s*2\s*\*\*\s*30\b/ },
-  { fact: 'a declaration of PART_SIZE or MAX_CONTENT_SIZE', pattern: /\b(const|let|var)\s+(PART_SIZE|MAX_CONTENT_SIZE)\b/ },
+  {
+    fact: 'the part size',
+    pattern: /\b64\s*\*\s*1024\s*\*\s*1024\b(?!\s*\*)|\b67108864\b|\b2\s*\*\*\s*26\b|\b64\s*\*\s*2\s*\*\*\s*20\b/,
+  },
+  {
+    fact: 'the content limit',
+    pattern: /\b30\s*\*\s*1024\s*\*\s*1024\s*\*\s*1024\b|\b32212254720\b|\b30\s*\*\s*2\s*\*\*\s*30\b/,
+  },
+  {
+    fact: 'a declaration of PART_SIZE or MAX_CONTENT_SIZE',
+    pattern: /\b(const|let|var)\s+(PART_SIZE|MAX_CONTENT_SIZE)\b/,
+  },
   { fact: 'the Content-Range or Range grammar', pattern: /\/\^bytes[[ =(]/ },
   {
     fact: 'a shared header name',
-    pattern: /['"`](content-range|x-upload-state|x-content-total|x-received-ranges|x-error-id|x-request-id|x-kontur-apikey|x-refresh-token)['"`]/i,
+    pattern:
+      /['"`](content-range|x-upload-state|x-content-total|x-received-ranges|x-error-id|x-request-id|x-kontur-apikey|x-refresh-token)['"`]/i,
   },
 ];
 
@@ -22,7 +32,11 @@ const FACTS: { fact: string; pattern: RegExp }[] = [
 // when one is gone, so that the entry goes too. services/content-service is being reworked by
 // another hand; its imports from @cp/protocol follow there.
 const NOT_YET: Record<string, string[]> = {
-  'services/content-service/src/uploads/PartGrid.ts': ['the part size', 'the content limit', 'a declaration of PART_SIZE or MAX_CONTENT_SIZE'],
+  'services/content-service/src/uploads/PartGrid.ts': [
+    'the part size',
+    'the content limit',
+    'a declaration of PART_SIZE or MAX_CONTENT_SIZE',
+  ],
   'services/content-service/src/store/ObjectStore.ts': ['the Content-Range or Range grammar', 'a shared header name'],
   'services/content-service/src/http/contentsRouter.ts': ['a shared header name'],
   'services/content-service/src/downloads/DownloadService.ts': ['a shared header name'],
@@ -36,7 +50,8 @@ function sources(): { file: string; text: string }[] {
       const path = join(dir, name);
       if (statSync(path).isDirectory()) {
         if (name !== 'generated') walk(path);
-      } else if (/\.(ts|js)$/.test(name) && !name.endsWith('.d.ts')) found.push({ file: relative(ROOT, path), text: readFileSync(path, 'utf8') });
+      } else if (/\.(ts|js)$/.test(name) && !name.endsWith('.d.ts'))
+        found.push({ file: relative(ROOT, path), text: readFileSync(path, 'utf8') });
     }
   };
   for (const top of ['services', 'libs']) {
@@ -77,7 +92,11 @@ describe('one home for each protocol fact', () => {
   it('finds none of them defined anywhere else in services/*/src and libs/*/src', () => {
     const elsewhere = files
       .filter((f) => !f.file.startsWith(HOME))
-      .flatMap((f) => [...definitions(f.text)].filter(([fact]) => !NOT_YET[f.file]?.includes(fact)).map(([fact, line]) => `${f.file}: ${fact}: ${line}`));
+      .flatMap((f) =>
+        [...definitions(f.text)]
+          .filter(([fact]) => !NOT_YET[f.file]?.includes(fact))
+          .map(([fact, line]) => `${f.file}: ${fact}: ${line}`),
+      );
     expect(elsewhere).toEqual([]);
   });
 

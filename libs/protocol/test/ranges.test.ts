@@ -33,7 +33,17 @@ describe('parseContentRange', () => {
   });
 
   it('rejects anything that is not the grammar', () => {
-    for (const bad of ['', 'bytes', 'bytes 1-2', 'bytes */10', 'items 0-1/2', 'bytes -1-2/3', 'bytes 0-1/2/3', 'bytes 0x1-2/3', 'bytes 1-/3']) {
+    for (const bad of [
+      '',
+      'bytes',
+      'bytes 1-2',
+      'bytes */10',
+      'items 0-1/2',
+      'bytes -1-2/3',
+      'bytes 0-1/2/3',
+      'bytes 0x1-2/3',
+      'bytes 1-/3',
+    ]) {
       expect(() => parseContentRange(bad)).toThrow(RangeSyntaxError);
     }
     fc.assert(
@@ -54,16 +64,25 @@ describe('parseContentRange', () => {
 describe('parseRange and resolveRange', () => {
   it('never resolves outside the content and clips ends to total-1', () => {
     fc.assert(
-      fc.property(fc.nat(10_000), fc.nat(20_000), fc.option(fc.nat(20_000), { nil: null }), (total, first, lastOrNull) => {
-        const last = lastOrNull === null ? null : first + lastOrNull;
-        const header = `bytes=${first}-${last ?? ''}`;
-        const r = resolveRange(parseRange(header), total);
-        if (first >= total) {
-          expect(r.satisfiable).toBe(false);
-        } else {
-          expect(r).toEqual({ satisfiable: true, start: first, end: last === null ? total - 1 : Math.min(last, total - 1) });
-        }
-      }),
+      fc.property(
+        fc.nat(10_000),
+        fc.nat(20_000),
+        fc.option(fc.nat(20_000), { nil: null }),
+        (total, first, lastOrNull) => {
+          const last = lastOrNull === null ? null : first + lastOrNull;
+          const header = `bytes=${first}-${last ?? ''}`;
+          const r = resolveRange(parseRange(header), total);
+          if (first >= total) {
+            expect(r.satisfiable).toBe(false);
+          } else {
+            expect(r).toEqual({
+              satisfiable: true,
+              start: first,
+              end: last === null ? total - 1 : Math.min(last, total - 1),
+            });
+          }
+        },
+      ),
     );
   });
 
@@ -87,7 +106,16 @@ describe('parseRange and resolveRange', () => {
   });
 
   it('rejects malformed, reversed and multiple ranges', () => {
-    for (const bad of ['', 'bytes=', 'bytes=-', 'bytes=5-1', 'bytes=0-1,3-4', 'bytes 5-1/10', 'lines=0-1', 'bytes=a-b']) {
+    for (const bad of [
+      '',
+      'bytes=',
+      'bytes=-',
+      'bytes=5-1',
+      'bytes=0-1,3-4',
+      'bytes 5-1/10',
+      'lines=0-1',
+      'bytes=a-b',
+    ]) {
       expect(() => parseRange(bad)).toThrow(RangeSyntaxError);
     }
     fc.assert(

@@ -36,7 +36,12 @@ class SharedLimit {
 
   constructor(redis: Redis, keyPrefix: string, limit: Limit) {
     const opts = { keyPrefix, points: limit.points, duration: limit.seconds };
-    this.shared = new RateLimiterRedis({ ...opts, storeClient: redis, useRedisPackage: true, rejectIfRedisNotReady: true });
+    this.shared = new RateLimiterRedis({
+      ...opts,
+      storeClient: redis,
+      useRedisPackage: true,
+      rejectIfRedisNotReady: true,
+    });
     this.local = new RateLimiterMemory(opts);
   }
 
@@ -93,7 +98,13 @@ export class RequestRateLimiter {
   }
 
   /** From a service's settings; null when rate limiting is turned off. */
-  static fromConfig(redis: Redis, prefix: string, config: RateLimitConfig, logger: Logger, registry?: Registry): RequestRateLimiter | null {
+  static fromConfig(
+    redis: Redis,
+    prefix: string,
+    config: RateLimitConfig,
+    logger: Logger,
+    registry?: Registry,
+  ): RequestRateLimiter | null {
     if (!config.RATE_LIMIT_ENABLED) return null;
     const limit = (points: number, seconds: number): Limit | null => (points > 0 ? { points, seconds } : null);
     return new RequestRateLimiter(redis, {
@@ -125,7 +136,11 @@ export class RequestRateLimiter {
       this.check(apiKeyOf(req), clientAddress(req, this.options.trustedProxyHops)).then((waitMs) => {
         if (waitMs === 0) return next();
         const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-        next(ServiceError.of('TooManyRequests', `too many requests; retry in ${seconds} s`, { headers: { 'Retry-After': String(seconds) } }));
+        next(
+          ServiceError.of('TooManyRequests', `too many requests; retry in ${seconds} s`, {
+            headers: { 'Retry-After': String(seconds) },
+          }),
+        );
       }, next);
     };
   }
@@ -135,7 +150,10 @@ export class RequestRateLimiter {
     const now = Date.now();
     if (now - this.lastWarning < 30_000) return;
     this.lastWarning = now;
-    this.options.logger.warn({ err: (error as Error)?.message ?? String(error) }, 'rate limits counted in memory: redis does not answer');
+    this.options.logger.warn(
+      { err: (error as Error)?.message ?? String(error) },
+      'rate limits counted in memory: redis does not answer',
+    );
   }
 }
 

@@ -2,7 +2,10 @@ import type { Request } from 'express';
 import { clientAddress } from '@cp/rate-limit';
 
 const req = (forwarded: string | undefined, peer = '127.0.0.1') =>
-  ({ headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded }, socket: { remoteAddress: peer } }) as unknown as Request;
+  ({
+    headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded },
+    socket: { remoteAddress: peer },
+  }) as unknown as Request;
 
 describe('clientAddress', () => {
   it('takes the address the outermost trusted proxy saw, counted from the right', () => {

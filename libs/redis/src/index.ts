@@ -1,4 +1,12 @@
-import { createClient, createSentinel, defineScript, type CommandParser, type RedisClientType, type RedisScripts, type RedisSentinelType } from 'redis';
+import {
+  createClient,
+  createSentinel,
+  defineScript,
+  type CommandParser,
+  type RedisClientType,
+  type RedisScripts,
+  type RedisSentinelType,
+} from 'redis';
 import type { Logger } from '@cp/logging';
 
 export type { RedisScripts };
@@ -33,7 +41,8 @@ export function keyScript(source: string): KeyScript {
  * pointed at the current master (REDIS_SENTINELS). Both answer the same typed commands, and the
  * Lua scripts given to connectRedis as methods (EVALSHA, EVAL once when the server lacks it).
  */
-export type Redis<S extends RedisScripts = None> = RedisClientType<None, None, S, 3, None> | RedisSentinelType<None, None, S, 3, None>;
+export type Redis<S extends RedisScripts = None> =
+  RedisClientType<None, None, S, 3, None> | RedisSentinelType<None, None, S, 3, None>;
 
 /** No modules, functions, scripts or type mapping. */
 export type None = Record<never, never>;
@@ -75,11 +84,20 @@ const reconnectStrategy = (retries: number) => Math.min(100 * 2 ** retries, RETR
  * Connects in the background and fails fast instead of queueing commands while disconnected, so
  * a request never waits on a dead Redis: callers decide to go to MongoDB or answer 503.
  */
-export function connectRedis<S extends RedisScripts = None>(target: RedisTarget, logger: Logger, options: RedisOptions<S> = {}): Redis<S> {
+export function connectRedis<S extends RedisScripts = None>(
+  target: RedisTarget,
+  logger: Logger,
+  options: RedisOptions<S> = {},
+): Redis<S> {
   const timeout = options.commandTimeoutMs ?? 1_000;
   const socket = { connectTimeout: 2_000, reconnectStrategy };
   // RESP3 is node-redis 6's default; Enterprise maintenance notices would need CLIENT rights the ACL users lack.
-  const common = { RESP: 3 as const, scripts: options.scripts, commandOptions: { timeout }, maintNotifications: 'disabled' as const };
+  const common = {
+    RESP: 3 as const,
+    scripts: options.scripts,
+    commandOptions: { timeout },
+    maintNotifications: 'disabled' as const,
+  };
   let warned = false;
   const onError = (error: unknown) => {
     if (!warned) logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'redis unavailable');
@@ -101,7 +119,13 @@ export function connectRedis<S extends RedisScripts = None>(target: RedisTarget,
       ...common,
       name: target.master,
       sentinelRootNodes: target.sentinels,
-      nodeClientOptions: { username: target.username, password: target.password, disableOfflineQueue: true, socket, maintNotifications: 'disabled' },
+      nodeClientOptions: {
+        username: target.username,
+        password: target.password,
+        disableOfflineQueue: true,
+        socket,
+        maintNotifications: 'disabled',
+      },
       sentinelClientOptions: { password: target.sentinelPassword, socket, maintNotifications: 'disabled' },
       passthroughClientErrorEvents: true,
     });
@@ -150,10 +174,17 @@ export async function redisCall<S extends RedisScripts, T>(
 }
 
 /** One raw command (`['ACL', 'WHOAMI']`), with redisCall's deadline and errors; for what has no typed method. */
-export function redisCommand<T = unknown, S extends RedisScripts = None>(client: Redis<S>, args: string[], timeoutMs?: number): Promise<T> {
+export function redisCommand<T = unknown, S extends RedisScripts = None>(
+  client: Redis<S>,
+  args: string[],
+  timeoutMs?: number,
+): Promise<T> {
   return redisCall(
     client,
-    (c) => (sentinels.has(c) ? (c as RedisSentinelType).sendCommand(false, args) : (c as RedisClientType).sendCommand(args)) as Promise<T>,
+    (c) =>
+      (sentinels.has(c)
+        ? (c as RedisSentinelType).sendCommand(false, args)
+        : (c as RedisClientType).sendCommand(args)) as Promise<T>,
     timeoutMs,
   );
 }

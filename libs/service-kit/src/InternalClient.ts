@@ -52,7 +52,10 @@ export class InternalClient {
     const { secret, timeoutMs } = this.options;
     const send = url.protocol === 'https:' ? httpsRequest : request;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => req.destroy(new Error(`${url.host} did not answer within ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => req.destroy(new Error(`${url.host} did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       const fail = (error: Error) => {
         clearTimeout(timer);
         reject(error);

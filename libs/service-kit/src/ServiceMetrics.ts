@@ -55,7 +55,9 @@ export class ServiceMetrics {
       res.locals[TIMED] = true;
       const end = this.duration.startTimer();
       res.on('close', () => {
-        const route = this.routeLabel ? this.routeLabel(req) : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;
+        const route = this.routeLabel
+          ? this.routeLabel(req)
+          : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;
         end({ method: KNOWN_METHODS.has(req.method) ? req.method : 'other', route, status: String(res.statusCode) });
       });
       next();

@@ -10,7 +10,14 @@ export function accessLog(logger: Logger): RequestHandler {
       if (logged) return;
       logged = true;
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      const line = { reqId: req.id, method: req.method, url: redactUrl(req.originalUrl), status: res.statusCode, ms: Math.round(ms), outcome };
+      const line = {
+        reqId: req.id,
+        method: req.method,
+        url: redactUrl(req.originalUrl),
+        status: res.statusCode,
+        ms: Math.round(ms),
+        outcome,
+      };
       if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') logger.debug(line, 'request');
       else logger.info(line, 'request');
     };

@@ -23,8 +23,10 @@ export function codeErrorHandler(logger: Logger, options: CodeErrorHandlerOption
   const toServiceError = (error: unknown): ServiceError => {
     if (error instanceof ServiceError) return error;
     const dependency = unavailableDependency(error);
-    if (dependency === 'database') return ServiceError.of('ServiceUnavailable', options.unavailable.database, { cause: error });
-    if (dependency === 'cache') return ServiceError.of('ServiceUnavailable', options.unavailable.cache, { cause: error });
+    if (dependency === 'database')
+      return ServiceError.of('ServiceUnavailable', options.unavailable.database, { cause: error });
+    if (dependency === 'cache')
+      return ServiceError.of('ServiceUnavailable', options.unavailable.cache, { cause: error });
     const status = (error as { status?: unknown } | null)?.status;
     if (typeof status === 'number' && status >= 400 && status < 500) {
       if (options.clientErrors === 'keepStatus') return ServiceError.of('BadRequest', undefined, { status });

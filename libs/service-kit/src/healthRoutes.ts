@@ -16,7 +16,11 @@ export interface ReadinessCheck {
  * 503 when one fails. /metrics: Prometheus text, with `backend_up{backend}` from the last check.
  * All of them are for the admin port; the API port serves `livenessRoute` alone.
  */
-export function healthRoutes(opts: { checks: ReadinessCheck[]; metrics: ServiceMetrics; isDraining: () => boolean }): Router {
+export function healthRoutes(opts: {
+  checks: ReadinessCheck[];
+  metrics: ServiceMetrics;
+  isDraining: () => boolean;
+}): Router {
   const router = livenessRoute();
   const deps = async (): Promise<{ ok: boolean; checks: Record<string, string> }> => {
     const results = await Promise.all(

@@ -9,7 +9,13 @@ export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandl
 export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';
 export { codeErrorHandler, type CodeErrorHandlerOptions } from './codeErrorHandler';
 export { unavailableDependency, type Dependency } from './unavailableDependency';
-export { startService, type BaseServiceConfig, type BuiltService, type ServiceContext, type StartServiceOptions } from './startService';
+export {
+  startService,
+  type BaseServiceConfig,
+  type BuiltService,
+  type ServiceContext,
+  type StartServiceOptions,
+} from './startService';
 export { connectMongo, type MongoConnection } from './connectMongo';
 export { InternalClient, type InternalAnswer, type InternalClientOptions } from './InternalClient';
 export { systemClock, type Clock } from './Clock';

@@ -63,7 +63,9 @@ export async function runServer(app: RequestListener, options: RunServerOptions)
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const idleSweep = setInterval(() => server.closeIdleConnections(), 250);
-      const deadline = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), options.shutdownGraceMs).unref());
+      const deadline = new Promise<'timeout'>((resolve) =>
+        setTimeout(() => resolve('timeout'), options.shutdownGraceMs).unref(),
+      );
       const outcome = await Promise.race([closed.then(() => 'drained' as const), deadline]);
       clearInterval(idleSweep);
       if (outcome === 'timeout') {

@@ -30,7 +30,11 @@ export function serviceApp(deps: ServiceAppDeps): express.Express {
 }
 
 /** /healthz, /readyz, /healthz/deps and /metrics on their own: for an admin port that only the cluster reaches. */
-export function adminApp(deps: { metrics: ServiceMetrics; readiness: ReadinessCheck[]; isDraining: () => boolean }): express.Express {
+export function adminApp(deps: {
+  metrics: ServiceMetrics;
+  readiness: ReadinessCheck[];
+  isDraining: () => boolean;
+}): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(healthRoutes({ checks: deps.readiness, metrics: deps.metrics, isDraining: deps.isDraining }));

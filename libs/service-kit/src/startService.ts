@@ -52,7 +52,9 @@ export interface StartServiceOptions<C extends BaseServiceConfig> {
  */
 export function startService<C extends BaseServiceConfig>(options: StartServiceOptions<C>): void {
   start(options).catch((error: unknown) => {
-    process.stderr.write(`${options.name}: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+    process.stderr.write(
+      `${options.name}: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}\n`,
+    );
     process.exit(1);
   });
 }
@@ -60,13 +62,18 @@ export function startService<C extends BaseServiceConfig>(options: StartServiceO
 async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: StartServiceOptions<C>): Promise<void> {
   const config = loadConfig();
   if (config.ADMIN_PORT !== 0 && config.ADMIN_PORT === config.PORT) {
-    throw new ConfigError('ADMIN_PORT', `must differ from PORT (${config.PORT}): metrics and readiness are kept off the API's port`);
+    throw new ConfigError(
+      'ADMIN_PORT',
+      `must differ from PORT (${config.PORT}): metrics and readiness are kept off the API's port`,
+    );
   }
   const logger = createLogger({ service: name, level: config.LOG_LEVEL });
   let draining = false;
   const built = await build({ config, logger, isDraining: () => draining });
   // Created now, listening once the API port does.
-  const admin = createServer(adminApp({ metrics: built.admin.metrics, readiness: built.admin.readiness, isDraining: () => draining }));
+  const admin = createServer(
+    adminApp({ metrics: built.admin.metrics, readiness: built.admin.readiness, isDraining: () => draining }),
+  );
   await runServer(built.app, {
     ...built.server,
     port: config.PORT,
@@ -82,7 +89,10 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
     },
   });
   await listen(admin, config.ADMIN_PORT, config.HOST);
-  logger.info({ adminPort: (admin.address() as AddressInfo).port }, 'admin port listening (/readyz, /healthz/deps, /metrics)');
+  logger.info(
+    { adminPort: (admin.address() as AddressInfo).port },
+    'admin port listening (/readyz, /healthz/deps, /metrics)',
+  );
 }
 
 function listen(server: Server, port: number, host: string): Promise<void> {

@@ -16,7 +16,11 @@ const CACHE = new Set(['RedisUnavailable']);
 
 function classNames(error: object): string[] {
   const names: string[] = [];
-  for (let proto = Object.getPrototypeOf(error) as object | null; proto && proto !== Error.prototype; proto = Object.getPrototypeOf(proto) as object | null) {
+  for (
+    let proto = Object.getPrototypeOf(error) as object | null;
+    proto && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto) as object | null
+  ) {
     const ctor = (proto as { constructor?: { name?: unknown } }).constructor;
     if (typeof ctor?.name === 'string') names.push(ctor.name);
   }
@@ -28,7 +32,10 @@ function classNames(error: object): string[] {
  * connected), Redis (`RedisUnavailable` of @cp/redis), or S3 when the caller says how to tell.
  * Null for anything else. The one mapper behind every service's 503 with Retry-After.
  */
-export function unavailableDependency(error: unknown, isStorageUnavailable?: (error: unknown) => boolean): Dependency | null {
+export function unavailableDependency(
+  error: unknown,
+  isStorageUnavailable?: (error: unknown) => boolean,
+): Dependency | null {
   if (typeof error !== 'object' || error === null) return null;
   const names = classNames(error);
   if (names.some((n) => DATABASE.has(n))) return 'database';

@@ -37,7 +37,11 @@ describe('InternalClient', () => {
 
   it('answers 503 with the given code when the called service times out or cannot be reached', async () => {
     const slow = new InternalClient({ baseUrl, timeoutMs: 100, unavailable });
-    await expect(slow.post('/internal/slow', {})).rejects.toMatchObject({ status: 503, code: 'ServiceUnavailable', message });
+    await expect(slow.post('/internal/slow', {})).rejects.toMatchObject({
+      status: 503,
+      code: 'ServiceUnavailable',
+      message,
+    });
     const nobody = new InternalClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: 1_000, unavailable });
     const error = await nobody.post('/internal/things', {}).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceError);

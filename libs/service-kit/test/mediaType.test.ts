@@ -36,11 +36,19 @@ describe('isValidMediaType', () => {
         expect(isValidMediaType(value)).toBe(false);
       }),
     );
-    fc.assert(fc.property(fc.integer({ min: 256, max: 5000 }), (n) => expect(isValidMediaType(`a/${'b'.repeat(n - 2)}`)).toBe(false)));
+    fc.assert(
+      fc.property(fc.integer({ min: 256, max: 5000 }), (n) =>
+        expect(isValidMediaType(`a/${'b'.repeat(n - 2)}`)).toBe(false),
+      ),
+    );
   });
 
   it('accepts every token/token with token=token parameters', () => {
-    const token = fc.string({ unit: fc.constantFrom(..."abcXYZ019!#$%&'*+.^_`|~-".split('')), minLength: 1, maxLength: 10 });
+    const token = fc.string({
+      unit: fc.constantFrom(..."abcXYZ019!#$%&'*+.^_`|~-".split('')),
+      minLength: 1,
+      maxLength: 10,
+    });
     fc.assert(
       fc.property(token, token, fc.array(fc.tuple(token, token), { maxLength: 3 }), (type, sub, params) => {
         expect(isValidMediaType(`${type}/${sub}${params.map(([k, v]) => `; ${k}=${v}`).join('')}`)).toBe(true);

@@ -20,7 +20,9 @@ describe('a service app and its admin app', () => {
     const app = serviceApp({ logger: createLogger({ service: 'test', level: 'silent' }), metrics });
     app.get('/v1/thing', (_req, res) => void res.json({ ok: true }));
     api = await listen(app);
-    admin = await listen(adminApp({ metrics, readiness: [{ name: 'mongodb', check: async () => undefined }], isDraining: () => false }));
+    admin = await listen(
+      adminApp({ metrics, readiness: [{ name: 'mongodb', check: async () => undefined }], isDraining: () => false }),
+    );
   });
   afterAll(async () => {
     await Promise.all([api, admin].map(({ server }) => new Promise((r) => server.close(r))));
@@ -28,16 +30,20 @@ describe('a service app and its admin app', () => {
 
   it('answers /healthz on the API port and keeps /readyz, /healthz/deps and /metrics off it', async () => {
     expect((await fetch(`${api.base}/healthz`)).status).toBe(200);
-    for (const path of ['/readyz', '/healthz/deps', '/metrics']) expect([path, (await fetch(`${api.base}${path}`)).status]).toEqual([path, 404]);
+    for (const path of ['/readyz', '/healthz/deps', '/metrics'])
+      expect([path, (await fetch(`${api.base}${path}`)).status]).toEqual([path, 404]);
   });
 
   it('serves /healthz, /readyz, /healthz/deps and /metrics on the admin port, and nothing of the API', async () => {
-    for (const path of ['/healthz', '/readyz', '/healthz/deps', '/metrics']) expect([path, (await fetch(`${admin.base}${path}`)).status]).toEqual([path, 200]);
+    for (const path of ['/healthz', '/readyz', '/healthz/deps', '/metrics'])
+      expect([path, (await fetch(`${admin.base}${path}`)).status]).toEqual([path, 200]);
     expect((await fetch(`${admin.base}/v1/thing`)).status).toBe(404);
   });
 
   it('counts the API port requests on the admin port metrics', async () => {
     await fetch(`${api.base}/v1/thing`);
-    expect(await (await fetch(`${admin.base}/metrics`)).text()).toMatch(/^http_request_duration_seconds_count\{[^}]*status="200"[^}]*\} [1-9]/m);
+    expect(await (await fetch(`${admin.base}/metrics`)).text()).toMatch(
+      /^http_request_duration_seconds_count\{[^}]*status="200"[^}]*\} [1-9]/m,
+    );
   });
 });

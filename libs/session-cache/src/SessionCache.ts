@@ -19,7 +19,10 @@ export type CacheLookup =
  * it was cached), or undefined when the cache cannot tell (a miss, a rotation under way) and
  * MongoDB must answer.
  */
-export function cachedAnswer(lookup: CacheLookup, now: number): { userId: string; owners: string[] } | null | undefined {
+export function cachedAnswer(
+  lookup: CacheLookup,
+  now: number,
+): { userId: string; owners: string[] } | null | undefined {
   if (lookup.kind === 'dead') return null;
   if (lookup.kind !== 'live') return undefined;
   return lookup.session.sidExpiresAt > now ? { userId: lookup.session.userId, owners: lookup.session.owners } : null;
@@ -57,20 +60,28 @@ export class SessionCache {
   async fillLive(sidHash: string, session: CachedSession, now: number): Promise<void> {
     const seconds = Math.min(this.ttlSeconds, Math.floor((session.sidExpiresAt - now) / 1000));
     if (seconds < 1) return;
-    await redisCall(this.redis, (r) => r.set(key(sidHash), JSON.stringify(session), { expiration: { type: 'EX', value: seconds }, condition: 'NX' }));
+    await redisCall(this.redis, (r) =>
+      r.set(key(sidHash), JSON.stringify(session), { expiration: { type: 'EX', value: seconds }, condition: 'NX' }),
+    );
   }
 
   async fillDead(sidHash: string): Promise<void> {
-    await redisCall(this.redis, (r) => r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds }, condition: 'NX' }));
+    await redisCall(this.redis, (r) =>
+      r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds }, condition: 'NX' }),
+    );
   }
 
   /** Before a rotation commits: readers of this sid go to MongoDB until the tombstone lands. */
   async bypass(sidHash: string): Promise<void> {
-    await redisCall(this.redis, (r) => r.set(key(sidHash), BYPASS, { expiration: { type: 'EX', value: this.ttlSeconds } }));
+    await redisCall(this.redis, (r) =>
+      r.set(key(sidHash), BYPASS, { expiration: { type: 'EX', value: this.ttlSeconds } }),
+    );
   }
 
   async tombstone(sidHash: string): Promise<void> {
-    await redisCall(this.redis, (r) => r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds } }));
+    await redisCall(this.redis, (r) =>
+      r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds } }),
+    );
   }
 }
 

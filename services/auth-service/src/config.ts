@@ -1,8 +1,21 @@
-import { calledService, env, mongoSettings, parseEnv, rateLimitSettings, redisSettings, redisTarget, refuseRemoved, serviceSettings } from '@cp/config';
+import {
+  calledService,
+  env,
+  mongoSettings,
+  parseEnv,
+  rateLimitSettings,
+  redisSettings,
+  redisTarget,
+  refuseRemoved,
+  serviceSettings,
+} from '@cp/config';
 
 /** Every setting of the auth-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
-  refuseRemoved(source, { INTERNAL_SECRET: 'set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET instead (one secret per caller)' });
+  refuseRemoved(source, {
+    INTERNAL_SECRET:
+      'set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET instead (one secret per caller)',
+  });
   const c = parseEnv(
     {
       ...serviceSettings({ port: 8082, adminPort: 9466, shutdownGraceMs: 30_000 }),

@@ -19,7 +19,10 @@ startService({
     const db = mongo.db;
     const users = new UserRegistry(db);
     await users.ensureIndexes();
-    const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS, scripts: RND_SCRIPTS });
+    const redis = connectRedis(config.REDIS_TARGET, logger, {
+      commandTimeoutMs: config.REDIS_TIMEOUT_MS,
+      scripts: RND_SCRIPTS,
+    });
     const signIn = new CertificateSignIn(
       {
         users,
@@ -48,7 +51,13 @@ startService({
     };
     return {
       app,
-      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) }] },
+      admin: {
+        metrics,
+        readiness: [
+          mongo.readiness,
+          { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) },
+        ],
+      },
       onShutdown,
     };
   },

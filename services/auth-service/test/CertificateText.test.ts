@@ -73,7 +73,10 @@ describe('reading a certificate body', () => {
 
   it('refuses a DER or base64 body larger than 64 KiB without decoding it', () => {
     // One SEQUENCE of a million NULLs: asn1js would walk every element.
-    const huge = Buffer.concat([Buffer.from([0x30, 0x83, 0x1e, 0x84, 0x80]), Buffer.alloc(0x1e8480, Buffer.from([0x05, 0x00]))]);
+    const huge = Buffer.concat([
+      Buffer.from([0x30, 0x83, 0x1e, 0x84, 0x80]),
+      Buffer.alloc(0x1e8480, Buffer.from([0x05, 0x00])),
+    ]);
     for (const body of [huge, Buffer.from(huge.toString('base64'))]) {
       const started = performance.now();
       // The message proves nothing was decoded; the bound only catches a walk of the elements
@@ -88,7 +91,9 @@ describe('reading a certificate body', () => {
     expect(parseCertificates(Buffer.from(pem.repeat(10)))).toHaveLength(10);
     expect(() => parseCertificates(Buffer.from(pem.repeat(11)))).toThrow(TooManyCertificates);
     // Blocks that would not even decode are counted, not decoded.
-    expect(() => parseCertificates(Buffer.from('-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n'.repeat(500)))).toThrow(TooManyCertificates);
+    expect(() =>
+      parseCertificates(Buffer.from('-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n'.repeat(500))),
+    ).toThrow(TooManyCertificates);
   });
 
   it('refuses truncated or extended DER', () => {

@@ -1,10 +1,24 @@
 import fc from 'fast-check';
 import { parseDer, type ParsedCertificate } from '../src/certificates/CertificateText';
 import { buildPath, type PathSources } from '../src/certificates/PathBuilder';
-import { crossSignedLoop, longChain, makeCert, makeLeaf, makeRoot, newKey, type MadeCert } from './support/TestCertificates';
+import {
+  crossSignedLoop,
+  longChain,
+  makeCert,
+  makeLeaf,
+  makeRoot,
+  newKey,
+  type MadeCert,
+} from './support/TestCertificates';
 
 const p = (c: MadeCert): ParsedCertificate => parseDer(c.der);
-const sources = (s: Partial<PathSources>): PathSources => ({ given: [], intermediates: [], roots: [], removed: new Set(), ...s });
+const sources = (s: Partial<PathSources>): PathSources => ({
+  given: [],
+  intermediates: [],
+  roots: [],
+  removed: new Set(),
+  ...s,
+});
 const DAY = 24 * 3600 * 1000;
 
 async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
@@ -27,11 +41,17 @@ describe('path building', () => {
   it('finds leaf → client-given intermediate → registered root', async () => {
     const verdict = await buildPath(p(leaf), sources({ given: [p(intermediate)], roots: [p(root)] }), new Date());
     expect(verdict).toMatchObject({ valid: true });
-    expect(verdict.valid && verdict.path.map((c) => c.thumbprint)).toEqual([leaf.thumbprint, intermediate.thumbprint, root.thumbprint]);
+    expect(verdict.valid && verdict.path.map((c) => c.thumbprint)).toEqual([
+      leaf.thumbprint,
+      intermediate.thumbprint,
+      root.thumbprint,
+    ]);
   });
 
   it('finds the path through a known intermediate when the client sends the leaf only', async () => {
-    expect((await buildPath(p(leaf), sources({ intermediates: [p(intermediate)], roots: [p(root)] }), new Date())).valid).toBe(true);
+    expect(
+      (await buildPath(p(leaf), sources({ intermediates: [p(intermediate)], roots: [p(root)] }), new Date())).valid,
+    ).toBe(true);
   });
 
   it('names the missing issuer and what to do when the intermediate is not known', async () => {
@@ -44,9 +64,17 @@ describe('path building', () => {
   });
 
   it('refuses a removed intermediate even when the client sends it, and a removed root', async () => {
-    const byClient = await buildPath(p(leaf), sources({ given: [p(intermediate)], roots: [p(root)], removed: new Set([intermediate.thumbprint]) }), new Date());
+    const byClient = await buildPath(
+      p(leaf),
+      sources({ given: [p(intermediate)], roots: [p(root)], removed: new Set([intermediate.thumbprint]) }),
+      new Date(),
+    );
     expect(byClient).toEqual({ valid: false, reason: expect.stringContaining('removed') });
-    const rootGone = await buildPath(p(leaf), sources({ given: [p(intermediate)], roots: [p(root)], removed: new Set([root.thumbprint]) }), new Date());
+    const rootGone = await buildPath(
+      p(leaf),
+      sources({ given: [p(intermediate)], roots: [p(root)], removed: new Set([root.thumbprint]) }),
+      new Date(),
+    );
     expect(rootGone.valid).toBe(false);
   });
 
@@ -60,7 +88,9 @@ describe('path building', () => {
     const user = await makeLeaf('pb-noids-user', noIds, { noKeyIds: true });
     const wrong = await buildPath(p(user), sources({ given: [p(other)], roots: [p(root)] }), new Date());
     expect(wrong).toEqual({ valid: false, reason: expect.stringContaining('signature') });
-    expect((await buildPath(p(user), sources({ given: [p(other), p(noIds)], roots: [p(root)] }), new Date())).valid).toBe(true);
+    expect(
+      (await buildPath(p(user), sources({ given: [p(other), p(noIds)], roots: [p(root)] }), new Date())).valid,
+    ).toBe(true);
   });
 
   describe('stays bounded', () => {
@@ -77,8 +107,16 @@ describe('path building', () => {
 
     it('still finds the root through the loop when one of the CAs is trusted', async () => {
       const loop = await crossSignedLoop('PB Loop2');
-      const verdict = await buildPath(p(loop.leaf), sources({ given: [p(loop.aByB), p(loop.bByA)], roots: [p(loop.b)] }), new Date());
-      expect(verdict.valid ? verdict.path.map((c) => c.thumbprint) : verdict.reason).toEqual([loop.leaf.thumbprint, loop.aByB.thumbprint, loop.b.thumbprint]);
+      const verdict = await buildPath(
+        p(loop.leaf),
+        sources({ given: [p(loop.aByB), p(loop.bByA)], roots: [p(loop.b)] }),
+        new Date(),
+      );
+      expect(verdict.valid ? verdict.path.map((c) => c.thumbprint) : verdict.reason).toEqual([
+        loop.leaf.thumbprint,
+        loop.aByB.thumbprint,
+        loop.b.thumbprint,
+      ]);
     });
 
     it('refuses a chain of 1,000 CAs (given or known) at the depth cap within 200 ms', async () => {
@@ -86,7 +124,10 @@ describe('path building', () => {
       const chain = await longChain(1000, top, 'PB Link');
       const user = await makeLeaf('pb-long-user', chain[0]!);
       const parsed = chain.map(p);
-      for (const s of [sources({ given: parsed, roots: [p(top)] }), sources({ intermediates: parsed, roots: [p(top)] })]) {
+      for (const s of [
+        sources({ given: parsed, roots: [p(top)] }),
+        sources({ intermediates: parsed, roots: [p(top)] }),
+      ]) {
         const parsedUser = p(user);
         const { value, ms } = await timed(() => buildPath(parsedUser, s, new Date()));
         console.log(`chain of 1,000: ${ms.toFixed(1)} ms`);
@@ -96,12 +137,19 @@ describe('path building', () => {
       // Eight issuers is the most: seven intermediates and the root validate.
       const short = await longChain(7, top, 'PB Short');
       const shortUser = await makeLeaf('pb-short-user', short[0]!);
-      expect((await buildPath(p(shortUser), sources({ given: short.map(p), roots: [p(top)] }), new Date())).valid).toBe(true);
+      expect((await buildPath(p(shortUser), sources({ given: short.map(p), roots: [p(top)] }), new Date())).valid).toBe(
+        true,
+      );
     });
 
     it('refuses a self-issued cycle (a CA naming itself as issuer, signed by another key)', async () => {
       const key = await newKey();
-      const selfIssued = await makeCert('PB Cycle CA', await makeRoot('PB Cycle Signer'), { ca: true, key, issuerName: 'PB Cycle CA', noKeyIds: true });
+      const selfIssued = await makeCert('PB Cycle CA', await makeRoot('PB Cycle Signer'), {
+        ca: true,
+        key,
+        issuerName: 'PB Cycle CA',
+        noKeyIds: true,
+      });
       const user = await makeLeaf('pb-cycle-user', selfIssued, { noKeyIds: true });
       const s = sources({ given: [p(selfIssued)], roots: [p(root)] });
       const parsedUser = p(user);
@@ -111,7 +159,9 @@ describe('path building', () => {
     });
 
     it('caps the signature checks when hundreds of certificates share the issuer name', async () => {
-      const decoys = await Promise.all(Array.from({ length: 300 }, () => makeCert('PB Crowd CA', root, { ca: true, noKeyIds: true })));
+      const decoys = await Promise.all(
+        Array.from({ length: 300 }, () => makeCert('PB Crowd CA', root, { ca: true, noKeyIds: true })),
+      );
       const real = await makeCert('PB Crowd CA', root, { ca: true, noKeyIds: true });
       const user = await makeLeaf('pb-crowd-user', real, { noKeyIds: true });
       const s = sources({ given: [...decoys.map(p), p(real)], roots: [p(root)] });
@@ -130,7 +180,12 @@ describe('path building', () => {
     };
 
     it('refuses RSA keys under 2048 bits in the leaf and in the chain', async () => {
-      await refuse(await makeLeaf('pb-rsa1024', intermediate, { key: await newKey({ kind: 'rsa', bits: 1024 }) }), [intermediate], [root], '1024-bit RSA key');
+      await refuse(
+        await makeLeaf('pb-rsa1024', intermediate, { key: await newKey({ kind: 'rsa', bits: 1024 }) }),
+        [intermediate],
+        [root],
+        '1024-bit RSA key',
+      );
       const weakCa = await makeCert('PB Weak CA', root, { ca: true, key: await newKey({ kind: 'rsa', bits: 1024 }) });
       await refuse(await makeLeaf('pb-under-weak', weakCa), [weakCa], [root], '1024-bit RSA key');
       const weakRoot = await makeRoot('PB Weak Root', { key: await newKey({ kind: 'rsa', bits: 1024 }) });
@@ -139,7 +194,9 @@ describe('path building', () => {
 
     it('accepts an RSA 2048 leaf whose keyUsage allows keyEncipherment', async () => {
       const user = await makeLeaf('pb-rsa2048', intermediate, { key: await newKey({ kind: 'rsa', bits: 2048 }) });
-      expect((await buildPath(p(user), sources({ given: [p(intermediate)], roots: [p(root)] }), new Date())).valid).toBe(true);
+      expect(
+        (await buildPath(p(user), sources({ given: [p(intermediate)], roots: [p(root)] }), new Date())).valid,
+      ).toBe(true);
     });
 
     it('refuses SHA-1 signatures on the leaf and on an intermediate', async () => {
@@ -153,11 +210,24 @@ describe('path building', () => {
       const mid = await makeCert('PB PathLen Mid', strictRoot, { ca: true });
       await refuse(await makeLeaf('pb-pathlen', mid), [mid], [strictRoot], 'pathLenConstraint');
       // pathLen 0 still lets the root issue leaves directly.
-      expect((await buildPath(p(await makeLeaf('pb-pathlen-ok', strictRoot)), sources({ roots: [p(strictRoot)] }), new Date())).valid).toBe(true);
+      expect(
+        (
+          await buildPath(
+            p(await makeLeaf('pb-pathlen-ok', strictRoot)),
+            sources({ roots: [p(strictRoot)] }),
+            new Date(),
+          )
+        ).valid,
+      ).toBe(true);
     });
 
     it('refuses a leaf whose keyUsage forbids what the challenge needs', async () => {
-      await refuse(await makeLeaf('pb-ec-noagree', intermediate, { keyUsage: ['digitalSignature'] }), [intermediate], [root], 'keyAgreement');
+      await refuse(
+        await makeLeaf('pb-ec-noagree', intermediate, { keyUsage: ['digitalSignature'] }),
+        [intermediate],
+        [root],
+        'keyAgreement',
+      );
       const rsa = await newKey({ kind: 'rsa', bits: 2048 });
       await refuse(
         await makeLeaf('pb-rsa-noencipher', intermediate, { key: rsa, keyUsage: ['digitalSignature', 'keyAgreement'] }),
@@ -179,7 +249,12 @@ describe('path building', () => {
     it('refuses expired or not yet valid certificates anywhere in the chain', async () => {
       const past = { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) };
       await refuse(await makeLeaf('pb-expired', intermediate, past), [intermediate], [root], 'expired');
-      await refuse(await makeLeaf('pb-future', intermediate, { notBefore: new Date(Date.now() + DAY) }), [intermediate], [root], 'not valid yet');
+      await refuse(
+        await makeLeaf('pb-future', intermediate, { notBefore: new Date(Date.now() + DAY) }),
+        [intermediate],
+        [root],
+        'not valid yet',
+      );
       const oldCa = await makeCert('PB Old CA', root, { ca: true, ...past });
       await refuse(await makeLeaf('pb-under-old', oldCa), [oldCa], [root], 'expired');
       const oldRoot = await makeRoot('PB Old Root', past);
@@ -204,7 +279,9 @@ describe('path building', () => {
           fc.subarray(cas.map(p), { minLength: 1 }),
           fc.subarray(pool.map((c) => c.thumbprint)),
           async (user, given, known, roots, removed) => {
-            const { value, ms } = await timed(() => buildPath(user, sources({ given, intermediates: known, roots, removed: new Set(removed) }), new Date()));
+            const { value, ms } = await timed(() =>
+              buildPath(user, sources({ given, intermediates: known, roots, removed: new Set(removed) }), new Date()),
+            );
             expect(ms).toBeLessThan(200);
             if (!value.valid) return;
             const path = value.path;

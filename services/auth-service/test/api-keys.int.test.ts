@@ -23,7 +23,9 @@ describe('api keys', () => {
     const keys = await Promise.all(Array.from({ length: 5 }, () => store.create('t', new Date())));
     for (const key of keys) {
       expect(key).toMatch(/^[0-9a-f]{64}$/);
-      const doc = await db.collection('api_keys').findOne({ _id: createHash('sha256').update(key).digest('hex') as never });
+      const doc = await db
+        .collection('api_keys')
+        .findOne({ _id: createHash('sha256').update(key).digest('hex') as never });
       expect(doc).toMatchObject({ label: 't' });
       expect(JSON.stringify(doc)).not.toContain(key);
     }
@@ -43,7 +45,9 @@ describe('api keys', () => {
 
   it('keep UUID keys made before working (never with free)', async () => {
     const old = randomUUID();
-    await db.collection('api_keys').insertOne({ _id: createHash('sha256').update(old).digest('hex') as never, label: 'old', createdAt: new Date() });
+    await db
+      .collection('api_keys')
+      .insertOne({ _id: createHash('sha256').update(old).digest('hex') as never, label: 'old', createdAt: new Date() });
     const store = new ApiKeyStore(db);
     expect(await store.isValid(old)).toBe(true);
     expect(await store.isValid(old.toUpperCase())).toBe(true);

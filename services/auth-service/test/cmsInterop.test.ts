@@ -28,7 +28,10 @@ describe.each(KINDS)('CMS EnvelopedData with openssl cms, %s key', (kind) => {
   it('pkijs encrypts, openssl cms -decrypt opens it', async () => {
     const rnd = randomBytes(48);
     const der = await envelopeFor(parseDer(user.der).cert, rnd);
-    const plain = openssl(['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'], der);
+    const plain = openssl(
+      ['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'],
+      der,
+    );
     expect(plain.equals(rnd)).toBe(true);
   });
 
@@ -36,7 +39,19 @@ describe.each(KINDS)('CMS EnvelopedData with openssl cms, %s key', (kind) => {
     const rnd = randomBytes(48);
     const input = join(dir, 'rnd.bin');
     writeFileSync(input, rnd);
-    const der = openssl(['cms', '-encrypt', '-binary', '-aes-256-cbc', '-in', input, '-outform', 'DER', '-recip', user.certPath, ...KEY_OPTIONS[kind]]);
+    const der = openssl([
+      'cms',
+      '-encrypt',
+      '-binary',
+      '-aes-256-cbc',
+      '-in',
+      input,
+      '-outform',
+      'DER',
+      '-recip',
+      user.certPath,
+      ...KEY_OPTIONS[kind],
+    ]);
     const plain = await decryptEncryptedKey(der.toString('base64'), user.pem, readFileSync(user.keyPath));
     expect(plain.equals(rnd)).toBe(true);
   });

@@ -22,7 +22,9 @@ describe('auth-service settings', () => {
   });
 
   it('never prints a Redis URL that may carry a password', () => {
-    expect(() => loadConfig({ ...base, REDIS_URL: 'http://user:hunter2@redis' })).toThrow(/REDIS_URL: invalid value \(hidden\)/);
+    expect(() => loadConfig({ ...base, REDIS_URL: 'http://user:hunter2@redis' })).toThrow(
+      /REDIS_URL: invalid value \(hidden\)/,
+    );
     expect(() => loadConfig({ ...base, REDIS_URL: 'http://user:hunter2@redis' })).not.toThrow(/hunter2/);
   });
 });

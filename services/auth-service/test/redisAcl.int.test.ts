@@ -31,7 +31,14 @@ describe("the auth-service's Redis user", () => {
 
   it('counts its rate limits in Redis, shared by replicas', async () => {
     const limit = { points: 2, seconds: 60 };
-    const replica = () => new RequestRateLimiter(user.client, { prefix: 'rl:auth', perKey: null, perAddress: limit, trustedProxyHops: 1, logger });
+    const replica = () =>
+      new RequestRateLimiter(user.client, {
+        prefix: 'rl:auth',
+        perKey: null,
+        perAddress: limit,
+        trustedProxyHops: 1,
+        logger,
+      });
     const [a, b] = [replica(), replica()];
     const address = `10.${[...randomBytes(3)].join('.')}`;
     expect(await a.check(undefined, address)).toBe(0);

@@ -57,7 +57,13 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     const trust = new TrustStore(db);
     const apiKeys = new ApiKeyStore(db);
     const rootCert = parseDer(Buffer.from(root.der));
-    await trust.add({ _id: rootCert.thumbprint, kind: 'root', subject: 'Clock Root', der: new Binary(root.der), addedAt: clock.now() });
+    await trust.add({
+      _id: rootCert.thumbprint,
+      kind: 'root',
+      subject: 'Clock Root',
+      der: new Binary(root.der),
+      addedAt: clock.now(),
+    });
     const userId = randomUUID();
     await users.upsertUser(userId, [randomUUID()], clock.now());
     await users.addCertificate({
@@ -111,7 +117,10 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
   }
 
   async function approve(rnd: Buffer): Promise<{ status: number; Code?: string }> {
-    const res = await fetch(`${base}/approve-cert?thumbprint=${user.thumbprint}&apiKey=${apiKey}`, { method: 'POST', body: rnd });
+    const res = await fetch(`${base}/approve-cert?thumbprint=${user.thumbprint}&apiKey=${apiKey}`, {
+      method: 'POST',
+      body: rnd,
+    });
     const body = (await res.json()) as { Code?: string };
     return { status: res.status, Code: body.Code };
   }

@@ -1,4 +1,14 @@
-import { ConfigError, env, optionalCalledService, parseEnv, redisSettings, redisTarget, refuseRemoved, serviceSettings, z } from '@cp/config';
+import {
+  ConfigError,
+  env,
+  optionalCalledService,
+  parseEnv,
+  redisSettings,
+  redisTarget,
+  refuseRemoved,
+  serviceSettings,
+  z,
+} from '@cp/config';
 
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
@@ -8,7 +18,10 @@ const S3_KEYS_TOGETHER = (other: string) =>
 
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
-  refuseRemoved(source, { INTERNAL_SECRET: 'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)' });
+  refuseRemoved(source, {
+    INTERNAL_SECRET:
+      'set SESSION_SERVICE_INTERNAL_SECRET instead (the session-service gives each caller its own secret)',
+  });
   const c = parseEnv(
     {
       ...serviceSettings({ port: 8081, adminPort: 9465, shutdownGraceMs: 60_000 }),
@@ -65,11 +78,17 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     );
   }
   if (c.JWT_ISSUER && !c.JWT_JWKS_URL && !c.JWT_JWKS_FILE) {
-    throw new ConfigError('JWT_JWKS_URL', 'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys');
+    throw new ConfigError(
+      'JWT_JWKS_URL',
+      'set JWT_JWKS_URL or JWT_JWKS_FILE with JWT_ISSUER: Bearer tokens cannot be verified without the issuer keys',
+    );
   }
-  if (c.S3_ACCESS_KEY_ID && !c.S3_SECRET_ACCESS_KEY) throw new ConfigError('S3_SECRET_ACCESS_KEY', S3_KEYS_TOGETHER('S3_ACCESS_KEY_ID'));
-  if (c.S3_SECRET_ACCESS_KEY && !c.S3_ACCESS_KEY_ID) throw new ConfigError('S3_ACCESS_KEY_ID', S3_KEYS_TOGETHER('S3_SECRET_ACCESS_KEY'));
-  if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE)) throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
+  if (c.S3_ACCESS_KEY_ID && !c.S3_SECRET_ACCESS_KEY)
+    throw new ConfigError('S3_SECRET_ACCESS_KEY', S3_KEYS_TOGETHER('S3_ACCESS_KEY_ID'));
+  if (c.S3_SECRET_ACCESS_KEY && !c.S3_ACCESS_KEY_ID)
+    throw new ConfigError('S3_ACCESS_KEY_ID', S3_KEYS_TOGETHER('S3_SECRET_ACCESS_KEY'));
+  if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE))
+    throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
   return { ...c, REDIS_TARGET: redisTarget(c) };
 }
 

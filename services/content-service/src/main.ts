@@ -26,7 +26,10 @@ startService({
     // Unfinished uploads are kept in Redis; finished contents are their S3 objects alone.
     const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
     const book = new RedisUploadBook(redis, config.S3_BUCKET);
-    const objects = new ObjectStore(s3, config.S3_BUCKET, { callMs: config.S3_TIMEOUT_MS, stallMs: config.S3_STALL_TIMEOUT_MS });
+    const objects = new ObjectStore(s3, config.S3_BUCKET, {
+      callMs: config.S3_TIMEOUT_MS,
+      stallMs: config.S3_STALL_TIMEOUT_MS,
+    });
     if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
     // The backstop must not abort an upload the sweeper still keeps (written to, at most MAX_LIFE_TTLS × the TTL old).
     const ttlDays = Math.max(1, Math.ceil((MAX_LIFE_TTLS * config.UPLOAD_TTL_SECONDS) / 86_400) + 1);
@@ -37,7 +40,9 @@ startService({
     });
     logger.info(
       { lifecycleRule: lifecycle, days: ttlDays },
-      lifecycle ? 'S3 lifecycle backstop set' : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads',
+      lifecycle
+        ? 'S3 lifecycle backstop set'
+        : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads',
     );
 
     const metrics = new ServiceMetrics('content-service');
@@ -73,11 +78,18 @@ startService({
           cacheSeconds: config.JWT_CACHE_SECONDS,
         })
       : null;
-    const sessionService = config.SESSION_SERVICE_URL ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET) : null;
+    const sessionService = config.SESSION_SERVICE_URL
+      ? new HttpSessionValidator(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET)
+      : null;
     // While Redis is down, every auth.sid is asked of the session-service.
-    const sessions = sessionService ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry) : null;
+    const sessions = sessionService
+      ? new CachedSessionValidator(new SessionCache(redis), sessionService, systemClock, metrics.registry)
+      : null;
     if (!bearer && !sessions)
-      throw new ConfigError('JWT_ISSUER', 'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted');
+      throw new ConfigError(
+        'JWT_ISSUER',
+        'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted',
+      );
 
     const app = buildApp({
       logger,

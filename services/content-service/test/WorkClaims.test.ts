@@ -13,7 +13,12 @@ describe('claiming the assembly of parts', () => {
     const ledger = new InMemoryLedger();
     ledger.part('c', 1).pieces = [staged(0, P / 2 - 1), staged(P / 2, P - 1)];
     const work = await claimWork(ledger.view('c'), total, [1], now, leases);
-    expect(work).toEqual({ assemblies: [{ k: 1, pieces: ledger.part('c', 1).pieces }], complete: false, total, allReceived: false });
+    expect(work).toEqual({
+      assemblies: [{ k: 1, pieces: ledger.part('c', 1).pieces }],
+      complete: false,
+      total,
+      allReceived: false,
+    });
     expect(ledger.part('c', 1).assembling).toEqual(now);
     expect(ledger.state('c').covered).toEqual({ p1: true });
   });
@@ -61,7 +66,11 @@ describe('claiming the assembly of parts', () => {
 describe('claiming the completion', () => {
   const allStored = () => {
     const ledger = new InMemoryLedger();
-    Object.assign(ledger.state('c').parts, { p1: { etag: 'e1', size: P }, p2: { etag: 'e2', size: P }, p3: { etag: 'e3', size: 10 } });
+    Object.assign(ledger.state('c').parts, {
+      p1: { etag: 'e1', size: P },
+      p2: { etag: 'e2', size: P },
+      p3: { etag: 'e3', size: 10 },
+    });
     return ledger.state('c');
   };
 
@@ -94,8 +103,17 @@ describe('claiming the completion', () => {
 
   it('is claimed by claimWork when the candidates need no assembly', async () => {
     const ledger = new InMemoryLedger();
-    Object.assign(ledger.state('c').parts, { p1: { etag: 'e1', size: P }, p2: { etag: 'e2', size: P }, p3: { etag: 'e3', size: 10 } });
-    expect(await claimWork(ledger.view('c'), total, [3], now, leases)).toEqual({ assemblies: [], complete: true, total, allReceived: true });
+    Object.assign(ledger.state('c').parts, {
+      p1: { etag: 'e1', size: P },
+      p2: { etag: 'e2', size: P },
+      p3: { etag: 'e3', size: 10 },
+    });
+    expect(await claimWork(ledger.view('c'), total, [3], now, leases)).toEqual({
+      assemblies: [],
+      complete: true,
+      total,
+      allReceived: true,
+    });
   });
 });
 

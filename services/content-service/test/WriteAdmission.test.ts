@@ -1,7 +1,13 @@
 import { ServiceError } from '@cp/errors';
 import type { PartRanges } from '../src/store/UploadBook';
 import { MAX_CONTENT_SIZE, PART_SIZE } from '../src/uploads/PartGrid';
-import { admitWrite, advancesLastByte, checkWritable, extendedExpiry, settleTotal } from '../src/uploads/WriteAdmission';
+import {
+  admitWrite,
+  advancesLastByte,
+  checkWritable,
+  extendedExpiry,
+  settleTotal,
+} from '../src/uploads/WriteAdmission';
 import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 
 const P = PART_SIZE;
@@ -18,8 +24,11 @@ const refused = (fn: () => unknown) => {
 };
 
 describe('admitting a write by its headers', () => {
-  const write = (contentId: string | null, range: { start: number; end: number; total: number | null } | null, declaredLength: number | null) =>
-    admitWrite({ contentId, range, declaredLength });
+  const write = (
+    contentId: string | null,
+    range: { start: number; end: number; total: number | null } | null,
+    declaredLength: number | null,
+  ) => admitWrite({ contentId, range, declaredLength });
 
   it('stores a POST without Content-Range as one whole content, its length known or not', () => {
     expect(write(null, null, 5)).toEqual({ kind: 'whole', total: 5 });
@@ -33,7 +42,11 @@ describe('admitting a write by its headers', () => {
   it('creates a multipart content from a POST of part of it, and writes a PUT into its content', () => {
     expect(write(null, { start: 0, end: 99, total: 300 }, 100)).toMatchObject({ kind: 'create' });
     expect(write(null, { start: 0, end: 99, total: null }, 100)).toMatchObject({ kind: 'create' });
-    expect(write('c1', { start: 100, end: 199, total: 300 }, null)).toEqual({ kind: 'range', contentId: 'c1', range: { start: 100, end: 199, total: 300 } });
+    expect(write('c1', { start: 100, end: 199, total: 300 }, null)).toEqual({
+      kind: 'range',
+      contentId: 'c1',
+      range: { start: 100, end: 199, total: 300 },
+    });
   });
 
   it('refuses a PUT without Content-Range with 400', () => {
@@ -42,19 +55,30 @@ describe('admitting a write by its headers', () => {
 
   it('refuses more than 64 MiB in one request with 413', () => {
     expect(refused(() => write(null, null, P + 1))).toMatchObject({ status: 413, code: 'partTooLarge' });
-    expect(refused(() => write('c1', { start: 0, end: P, total: null }, null))).toMatchObject({ status: 413, code: 'partTooLarge' });
+    expect(refused(() => write('c1', { start: 0, end: P, total: null }, null))).toMatchObject({
+      status: 413,
+      code: 'partTooLarge',
+    });
   });
 
   it('refuses a content past 30 GiB with 413, by its total or by its last byte', () => {
-    expect(refused(() => write(null, { start: 0, end: 9, total: MAX_CONTENT_SIZE + 1 }, 10))).toMatchObject({ status: 413, code: 'contentTooLarge' });
-    expect(refused(() => write('c1', { start: MAX_CONTENT_SIZE - 5, end: MAX_CONTENT_SIZE + 4, total: null }, 10))).toMatchObject({
+    expect(refused(() => write(null, { start: 0, end: 9, total: MAX_CONTENT_SIZE + 1 }, 10))).toMatchObject({
+      status: 413,
+      code: 'contentTooLarge',
+    });
+    expect(
+      refused(() => write('c1', { start: MAX_CONTENT_SIZE - 5, end: MAX_CONTENT_SIZE + 4, total: null }, 10)),
+    ).toMatchObject({
       status: 413,
       code: 'contentTooLarge',
     });
   });
 
   it('refuses a Content-Length other than the range length with 400', () => {
-    expect(refused(() => write('c1', { start: 0, end: 9, total: null }, 11))).toMatchObject({ status: 400, code: 'bodyLengthMismatch' });
+    expect(refused(() => write('c1', { start: 0, end: 9, total: null }, 11))).toMatchObject({
+      status: 400,
+      code: 'bodyLengthMismatch',
+    });
   });
 });
 
@@ -69,18 +93,24 @@ describe('settling the total', () => {
   });
 
   it('refuses another total than the known one with 409', () => {
-    expect(refused(() => settleTotal({ total: 300 }, state(null, -1), { start: 0, end: 9, total: 301 }))).toMatchObject({ status: 409, code: 'totalConflict' });
+    expect(refused(() => settleTotal({ total: 300 }, state(null, -1), { start: 0, end: 9, total: 301 }))).toMatchObject(
+      { status: 409, code: 'totalConflict' },
+    );
   });
 
   it('refuses a total smaller than the bytes already received with 409', () => {
-    expect(refused(() => settleTotal({ total: null }, state(null, 299), { start: 0, end: 9, total: 200 }))).toMatchObject({
+    expect(
+      refused(() => settleTotal({ total: null }, state(null, 299), { start: 0, end: 9, total: 200 })),
+    ).toMatchObject({
       status: 409,
       code: 'totalConflict',
     });
   });
 
   it('refuses a range that ends at or past the total with 400', () => {
-    expect(refused(() => settleTotal({ total: 300 }, state(null, -1), { start: 250, end: 300, total: null }))).toMatchObject({
+    expect(
+      refused(() => settleTotal({ total: 300 }, state(null, -1), { start: 250, end: 300, total: null })),
+    ).toMatchObject({
       status: 400,
       code: 'rangePastTotal',
     });
@@ -92,8 +122,13 @@ describe('what a write may not clash with', () => {
     const ledger = new InMemoryLedger();
     return { state: ledger.state('c'), part: ledger.part('c', 1) };
   };
-  const check = (state: ReturnType<typeof setUp>['state'], parts: PartRanges[], a: number, b: number, writer?: string) =>
-    checkWritable(state, parts, { a, b }, leases, now, writer);
+  const check = (
+    state: ReturnType<typeof setUp>['state'],
+    parts: PartRanges[],
+    a: number,
+    b: number,
+    writer?: string,
+  ) => checkWritable(state, parts, { a, b }, leases, now, writer);
 
   it('accepts new bytes and exactly the same range again (a retry)', () => {
     const { state, part } = setUp();
@@ -105,7 +140,11 @@ describe('what a write may not clash with', () => {
   it('refuses a range that partly overlaps received bytes with 409 naming them', () => {
     const { state, part } = setUp();
     part.pieces = [staged(0, 99)];
-    expect(refused(() => check(state, [part], 50, 149))).toMatchObject({ status: 409, code: 'rangeOverlap', message: expect.stringContaining('bytes 0-99') });
+    expect(refused(() => check(state, [part], 50, 149))).toMatchObject({
+      status: 409,
+      code: 'rangeOverlap',
+      message: expect.stringContaining('bytes 0-99'),
+    });
   });
 
   it('answers 404 once the sweeper decided to expire the upload', () => {
@@ -143,7 +182,11 @@ describe('what a write may not clash with', () => {
     const ledger = new InMemoryLedger();
     const second = ledger.part('c', 2);
     second.pieces = [direct(P, 2 * P - 1)];
-    expect(refused(() => checkWritable(ledger.state('c'), [ledger.part('c', 1), second], { a: P - 10, b: P + 10 }, leases, now))).toMatchObject({
+    expect(
+      refused(() =>
+        checkWritable(ledger.state('c'), [ledger.part('c', 1), second], { a: P - 10, b: P + 10 }, leases, now),
+      ),
+    ).toMatchObject({
       code: 'rangeOverlap',
     });
   });

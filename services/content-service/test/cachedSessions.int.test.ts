@@ -46,7 +46,9 @@ describe('CachedSessionValidator', () => {
     expect(await validator().validate(sid)).toEqual({ kind: 'session', subject: 'u-1', owners: ['ab', 'cd'] });
     const expired = newSid();
     await cache.fillLive(tokenHash(expired)!, live(now + 30_000), now);
-    expect(await new CachedSessionValidator(cache, sessionService, () => new Date(now + 31_000)).validate(expired)).toBeNull();
+    expect(
+      await new CachedSessionValidator(cache, sessionService, () => new Date(now + 31_000)).validate(expired),
+    ).toBeNull();
     expect(asked).toEqual([]);
   });
 
@@ -77,7 +79,10 @@ describe('CachedSessionValidator', () => {
     await counted.validate(alive);
     await counted.validate(gone);
     await counted.validate(newSid());
-    const values = (await registry.getSingleMetric('content_sid_checks_total')!.get()).values.map((v) => [v.labels.by, v.value]);
+    const values = (await registry.getSingleMetric('content_sid_checks_total')!.get()).values.map((v) => [
+      v.labels.by,
+      v.value,
+    ]);
     expect(Object.fromEntries(values)).toEqual({ cache: 2, 'session-service': 1 });
   });
 
@@ -90,7 +95,9 @@ describe('CachedSessionValidator', () => {
     const down = connectRedis('redis://127.0.0.1:1', logger);
     try {
       const sid = newSid();
-      expect(await new CachedSessionValidator(new SessionCache(down), sessionService, () => new Date(now)).validate(sid)).toBe(fromSessionService);
+      expect(
+        await new CachedSessionValidator(new SessionCache(down), sessionService, () => new Date(now)).validate(sid),
+      ).toBe(fromSessionService);
       expect(asked).toEqual([sid]);
     } finally {
       await closeRedis(down);

@@ -67,7 +67,9 @@ describe('completion', () => {
     expect(again.completedNow).toBe(true);
     expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
     expect(await stores.book.find(created.id)).toBeNull(); // a finished content has no entry in the book
-    expect(await bytesOf(contentKey(owner, created.id), P - 2, P + 9)).toEqual(Buffer.concat([Buffer.alloc(2, 2), tail]));
+    expect(await bytesOf(contentKey(owner, created.id), P - 2, P + 9)).toEqual(
+      Buffer.concat([Buffer.alloc(2, 2), tail]),
+    );
   });
 
   it('refuses other bytes for a piece that spans a stored part and one still filling, so the content never mixes them', async () => {
@@ -75,7 +77,10 @@ describe('completion', () => {
     const spanning = Buffer.alloc(2 * MiB, 5); // bytes P-1MiB .. P+1MiB-1: the end of part 1 and the start of part 2
     const created = await put(null, 0, Buffer.alloc(P - MiB, 4), total);
     expect((await put(created.id, P - MiB, spanning, total)).completedNow).toBe(false); // part 1 assembled, part 2 not yet covered
-    await expect(put(created.id, P - MiB, Buffer.alloc(2 * MiB, 6), total)).rejects.toMatchObject({ status: 409, code: 'rangeAlreadyStored' });
+    await expect(put(created.id, P - MiB, Buffer.alloc(2 * MiB, 6), total)).rejects.toMatchObject({
+      status: 409,
+      code: 'rangeAlreadyStored',
+    });
     expect((await put(created.id, P - MiB, spanning, total)).completedNow).toBe(false); // the same bytes again: a harmless retry
     expect((await put(created.id, P + MiB, Buffer.alloc(MiB, 7), total)).completedNow).toBe(true);
     expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
@@ -112,9 +117,16 @@ describe('completion', () => {
       return structuredClone(stale);
     };
     book.find = staleOnce;
-    expect(await put(created.id, 2 * MiB, last, total)).toEqual({ id: created.id, completedNow: false, completed: true });
+    expect(await put(created.id, 2 * MiB, last, total)).toEqual({
+      id: created.id,
+      completedNow: false,
+      completed: true,
+    });
     book.find = staleOnce;
-    await expect(put(created.id, 2 * MiB, Buffer.alloc(MiB, 1), total)).rejects.toMatchObject({ status: 409, code: 'contentAlreadyComplete' });
+    await expect(put(created.id, 2 * MiB, Buffer.alloc(MiB, 1), total)).rejects.toMatchObject({
+      status: 409,
+      code: 'contentAlreadyComplete',
+    });
     expect(await book.state(created.id)).toMatchObject({ version: 0, lastByte: -1 }); // no bookkeeping brought back
     expect(await book.find(created.id)).toBeNull();
     expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
@@ -126,7 +138,14 @@ describe('completion', () => {
     const lonely = '5f0e0d0c-0b0a-4909-8807-060504030201';
     const { book, objects, s3 } = stores;
     const send = (range: { start: number; end: number; total: number } | null, body: Buffer) =>
-      stores.uploads.write({ ownerId: lonely, contentId: null, range, declaredLength: 100, contentType: null, body: Readable.from([body]) });
+      stores.uploads.write({
+        ownerId: lonely,
+        contentId: null,
+        range,
+        declaredLength: 100,
+        contentType: null,
+        body: Readable.from([body]),
+      });
     // One-shot: the object is the content's only record; a body that ends short leaves none.
     await expect(send(null, Buffer.alloc(60, 1))).rejects.toThrow();
     // Multipart: CreateMultipartUpload, then the record, which fails here: the S3 upload is aborted.
@@ -149,10 +168,16 @@ describe('completion', () => {
       expect((await book.state(id)).version).toBe(0);
     }
     const prefix = `contents/${lonely}/`;
-    expect((await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: prefix }))).Contents ?? []).toEqual([]);
-    expect((await s3.send(new ListMultipartUploadsCommand({ Bucket: objects.bucket, Prefix: prefix }))).Uploads ?? []).toEqual([]);
+    expect(
+      (await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: prefix }))).Contents ?? [],
+    ).toEqual([]);
+    expect(
+      (await s3.send(new ListMultipartUploadsCommand({ Bucket: objects.bucket, Prefix: prefix }))).Uploads ?? [],
+    ).toEqual([]);
     for (const id of created)
-      expect((await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: `staging/${id}/` }))).Contents ?? []).toEqual([]);
+      expect(
+        (await s3.send(new ListObjectsV2Command({ Bucket: objects.bucket, Prefix: `staging/${id}/` }))).Contents ?? [],
+      ).toEqual([]);
   });
 
   it('lets one request at a time write into an S3 part: others get 503 while it streams, and a failed write gives the part back', async () => {
@@ -167,9 +192,15 @@ describe('completion', () => {
     };
 
     await claimBy(2, 'another-request'); // an aligned write of part 2 (the final one) under way elsewhere
-    await expect(put(created.id, P, Buffer.alloc(10, 2), total)).rejects.toMatchObject({ status: 503, code: 'partWriting' });
+    await expect(put(created.id, P, Buffer.alloc(10, 2), total)).rejects.toMatchObject({
+      status: 503,
+      code: 'partWriting',
+    });
     await claimBy(1, 'another-request');
-    await expect(put(created.id, 100, Buffer.alloc(100, 2), total)).rejects.toMatchObject({ status: 503, code: 'partWriting' }); // staged pieces wait too
+    await expect(put(created.id, 100, Buffer.alloc(100, 2), total)).rejects.toMatchObject({
+      status: 503,
+      code: 'partWriting',
+    }); // staged pieces wait too
     await claimBy(1, null);
     await claimBy(2, null);
 

@@ -1,7 +1,12 @@
 import { loadConfig } from '../src/config';
 
 describe('content-service configuration', () => {
-  const base = { REDIS_URL: 'redis://127.0.0.1:6379', S3_BUCKET: 'contents', S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' };
+  const base = {
+    REDIS_URL: 'redis://127.0.0.1:6379',
+    S3_BUCKET: 'contents',
+    S3_ACCESS_KEY_ID: 'k',
+    S3_SECRET_ACCESS_KEY: 's',
+  };
   const sessions = { SESSION_SERVICE_URL: 'http://session-service:8083' };
   const bearer = { JWT_ISSUER: 'https://issuer.test', JWT_JWKS_URL: 'https://issuer.test/jwks.json' };
 
@@ -9,7 +14,13 @@ describe('content-service configuration', () => {
     expect(() => loadConfig({ ...base, ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) })).not.toThrow();
     expect(() => loadConfig({ ...base, ...bearer })).not.toThrow();
     expect(() =>
-      loadConfig({ ...base, JWT_ISSUER: 'https://issuer.test', JWT_JWKS_FILE: '/etc/jwks.json', ...sessions, SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16) }),
+      loadConfig({
+        ...base,
+        JWT_ISSUER: 'https://issuer.test',
+        JWT_JWKS_FILE: '/etc/jwks.json',
+        ...sessions,
+        SESSION_SERVICE_INTERNAL_SECRET: 'x'.repeat(16),
+      }),
     ).not.toThrow();
   });
 
@@ -34,7 +45,10 @@ describe('content-service configuration', () => {
     });
 
     it('takes static S3 keys as a pair', () => {
-      expect(loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' })).toMatchObject({ S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' });
+      expect(loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: 'k', S3_SECRET_ACCESS_KEY: 's' })).toMatchObject({
+        S3_ACCESS_KEY_ID: 'k',
+        S3_SECRET_ACCESS_KEY: 's',
+      });
     });
 
     it('stops on one S3 key without the other, naming the missing one and never showing the key', () => {
@@ -52,7 +66,9 @@ describe('content-service configuration', () => {
     });
 
     it('refuses an empty S3 key rather than reading it as unset', () => {
-      expect(() => loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: '', S3_SECRET_ACCESS_KEY: 's' })).toThrow(/S3_ACCESS_KEY_ID/);
+      expect(() => loadConfig({ ...noKeys, S3_ACCESS_KEY_ID: '', S3_SECRET_ACCESS_KEY: 's' })).toThrow(
+        /S3_ACCESS_KEY_ID/,
+      );
     });
   });
 });

@@ -33,11 +33,23 @@ describe('fenced claims', () => {
   /** Another replica's UploadService on the same Redis namespace and bucket. */
   const replica = (leaseMs: number) =>
     new UploadService(
-      { book: otherBook(), objects: stores.objects, assembler: new PartAssembler(stores.objects), logger: stores.logger },
+      {
+        book: otherBook(),
+        objects: stores.objects,
+        assembler: new PartAssembler(stores.objects),
+        logger: stores.logger,
+      },
       { uploadTtlMs: 60_000, completionLeaseMs: leaseMs, assemblyLeaseMs: leaseMs },
     );
 
-  const put = (uploads: UploadService, contentId: string | null, start: number, body: Readable | Buffer, length: number, total: number) =>
+  const put = (
+    uploads: UploadService,
+    contentId: string | null,
+    start: number,
+    body: Readable | Buffer,
+    length: number,
+    total: number,
+  ) =>
     uploads.write({
       ownerId: owner,
       contentId,
@@ -87,7 +99,8 @@ describe('fenced claims', () => {
     const b = new BookCommits(otherBook());
     const claim = (by: string) => async (view: BookView) => {
       const part = await view.part(1);
-      if (part.writing && part.writing.by !== by && Date.now() - part.writing.since.getTime() < leaseMs) throw ServiceError.of('partWriting', 'held');
+      if (part.writing && part.writing.by !== by && Date.now() - part.writing.since.getTime() < leaseMs)
+        throw ServiceError.of('partWriting', 'held');
       part.writing = { since: new Date(), by };
     };
     const record = (by: string, etag: string) => async (view: BookView) => {
@@ -129,11 +142,16 @@ describe('fenced claims', () => {
     const books = [stores.book, otherBook()];
     const base = await stores.book.state(id);
     const wins = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => books[i % 2]!.commit({ ...structuredClone(base), parts: { p1: { etag: `e${i}`, size: 1 } } }, [])),
+      Array.from({ length: 8 }, (_, i) =>
+        books[i % 2]!.commit({ ...structuredClone(base), parts: { p1: { etag: `e${i}`, size: 1 } } }, []),
+      ),
     );
     expect(wins.filter(Boolean)).toHaveLength(1);
     const winner = wins.indexOf(true);
-    expect(await stores.book.state(id)).toMatchObject({ version: base.version + 1, parts: { p1: { etag: `e${winner}`, size: 1 } } });
+    expect(await stores.book.state(id)).toMatchObject({
+      version: base.version + 1,
+      parts: { p1: { etag: `e${winner}`, size: 1 } },
+    });
   });
 
   it('refuses a writer far behind, and shows every reader the latest version', async () => {
@@ -159,13 +177,17 @@ describe('fenced claims', () => {
     const stale = await otherBook().state(id); // a writer reads, then stalls
     await book.remove(id); // the content completes (or expires) meanwhile
     expect(
-      await otherBook().commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [{ contentId: id, k: 1, pieces: [], stored: true, assembling: null }]),
+      await otherBook().commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [
+        { contentId: id, k: 1, pieces: [], stored: true, assembling: null },
+      ]),
     ).toBe(false);
     expect(await book.state(id)).toMatchObject({ version: 0, total: null, lastByte: -1, parts: {} });
     expect(await book.find(id)).toBeNull();
     expect((await book.part(id, 1)).stored).toBe(false);
     // and the commits machinery, asked to change it, says it is gone rather than recreating it
-    await expect(new BookCommits(book).commit(id, async (view) => void (view.state.lastByte = 5))).rejects.toMatchObject({ code: 'contentNotFound' });
+    await expect(
+      new BookCommits(book).commit(id, async (view) => void (view.state.lastByte = 5)),
+    ).rejects.toMatchObject({ code: 'contentNotFound' });
     expect((await book.state(id)).version).toBe(0);
   });
 

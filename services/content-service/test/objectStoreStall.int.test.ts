@@ -29,7 +29,12 @@ describe('ObjectStore stall timeout', () => {
     const store = new ObjectStore(real, bucket, { stallMs: 500, callMs: 3_000 });
     await store.ensureBucket();
     const bytes = Buffer.alloc(4 * 1024 * 1024, 3);
-    await store.putObject('read-slowly', PassThrough.from([bytes]) as unknown as PassThrough, bytes.length, 'application/octet-stream');
+    await store.putObject(
+      'read-slowly',
+      PassThrough.from([bytes]) as unknown as PassThrough,
+      bytes.length,
+      'application/octet-stream',
+    );
     const stored = await store.getRange('read-slowly', 0, bytes.length - 1);
     let got = 0;
     for await (const chunk of stored.body) {
@@ -91,7 +96,10 @@ describe('ObjectStore stall timeout', () => {
       const stalling = createServer((socket) => {
         sockets.push(socket);
         socket.once('data', () =>
-          socket.write('HTTP/1.1 206 Partial Content\r\nContent-Length: 1000000\r\nContent-Range: bytes 0-999999/1000000\r\n\r\n' + 'x'.repeat(1000)),
+          socket.write(
+            'HTTP/1.1 206 Partial Content\r\nContent-Length: 1000000\r\nContent-Range: bytes 0-999999/1000000\r\n\r\n' +
+              'x'.repeat(1000),
+          ),
         );
       });
       stalling.listen(0, '127.0.0.1');

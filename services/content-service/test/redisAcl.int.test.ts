@@ -32,9 +32,15 @@ describe("the content-service's read-only Redis user", () => {
     const sid = newSid();
     const dead = newSid();
     const writer = new SessionCache(session.client, 60);
-    await writer.fillLive(tokenHash(sid)!, { userId: 'u-acl', owners: ['AB'], familyId: 'f', sidExpiresAt: Date.now() + 60_000 }, Date.now());
+    await writer.fillLive(
+      tokenHash(sid)!,
+      { userId: 'u-acl', owners: ['AB'], familyId: 'f', sidExpiresAt: Date.now() + 60_000 },
+      Date.now(),
+    );
     await writer.tombstone(tokenHash(dead)!);
-    const validator = new CachedSessionValidator(new SessionCache(user.client), { validate: async (s) => (asked.push(s), fallback) });
+    const validator = new CachedSessionValidator(new SessionCache(user.client), {
+      validate: async (s) => (asked.push(s), fallback),
+    });
     expect(await validator.validate(sid)).toEqual({ kind: 'session', subject: 'u-acl', owners: ['ab'] });
     expect(await validator.validate(dead)).toBeNull();
     const missing = newSid();
@@ -58,7 +64,11 @@ describe("the content-service's read-only Redis user", () => {
       expiresAt: now,
     });
     const state = await book.state(id);
-    expect(await book.commit({ ...state, lastByte: 9 }, [{ contentId: id, k: 1, pieces: [], stored: false, assembling: null }])).toBe(true);
+    expect(
+      await book.commit({ ...state, lastByte: 9 }, [
+        { contentId: id, k: 1, pieces: [], stored: false, assembling: null },
+      ]),
+    ).toBe(true);
     await book.extend(id, new Date(now.getTime() + 1000));
     expect(await book.expired(new Date(now.getTime() + 2000), 10)).toEqual([id]);
     await book.noteCleanup(id, now);
@@ -79,8 +89,12 @@ describe("the content-service's read-only Redis user", () => {
     await expect(reader.fillDead(hash)).rejects.toBeInstanceOf(RedisUnavailable);
     await expect(redisCommand(user.client, ['DEL', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
     await expect(redisCommand(user.client, ['GET', 'auth:rnd:someone'])).rejects.toThrow(/NOPERM/);
-    await expect(redisCommand(user.client, ['EVAL', "return redis.call('SET', KEYS[1], 'x')", '1', `sess:${hash}`])).rejects.toThrow(/NOPERM/);
-    await expect(redisCommand(user.client, ['EVAL', "return redis.call('GET', KEYS[1])", '1', 'auth:rnd:someone'])).rejects.toThrow(/NOPERM/);
+    await expect(
+      redisCommand(user.client, ['EVAL', "return redis.call('SET', KEYS[1], 'x')", '1', `sess:${hash}`]),
+    ).rejects.toThrow(/NOPERM/);
+    await expect(
+      redisCommand(user.client, ['EVAL', "return redis.call('GET', KEYS[1])", '1', 'auth:rnd:someone']),
+    ).rejects.toThrow(/NOPERM/);
     expect(await redisCommand(session.client, ['GET', `sess:${hash}`])).toBeNull(); // nothing was written
   });
 });

@@ -10,7 +10,9 @@ describe('isS3Unavailable', () => {
     expect(isS3Unavailable(s3Error(500, 'InternalError'))).toBe(true);
     expect(isS3Unavailable(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isS3Unavailable(Object.assign(new Error('getaddrinfo EAI_AGAIN s3'), { code: 'EAI_AGAIN' }))).toBe(true);
-    expect(isS3Unavailable(Object.assign(new Error('the request socket timed out'), { name: 'TimeoutError' }))).toBe(true);
+    expect(isS3Unavailable(Object.assign(new Error('the request socket timed out'), { name: 'TimeoutError' }))).toBe(
+      true,
+    );
   });
 
   it('does not count refusals of the request or the service’s own errors', () => {

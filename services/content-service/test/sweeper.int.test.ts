@@ -33,7 +33,13 @@ describe('upload sweeper', () => {
   });
 
   const lease = () => new RedisLease(redis, stores.namespace);
-  const sweeper = () => new UploadSweeper(book, uploads.expiry, lease(), logger, { intervalMs: 1000, leaseMs: 60_000, batchSize: 100, clock });
+  const sweeper = () =>
+    new UploadSweeper(book, uploads.expiry, lease(), logger, {
+      intervalMs: 1000,
+      leaseMs: 60_000,
+      batchSize: 100,
+      clock,
+    });
 
   /** Forces an upload's state (a commit from the version just read), as a request elsewhere would have left it. */
   async function forceState(id: string, change: Partial<UploadState>): Promise<void> {
@@ -111,7 +117,12 @@ describe('upload sweeper', () => {
     expect(await stagedKeys(first)).toEqual([]);
     expect(await uploads.expiry.pendingCleanups(100)).toEqual([]);
     // as if the completing request had died before its cleanup: a staged object and the note remain
-    await objects.putObject(`${stagingPrefix(first)}0-99.left`, Readable.from([Buffer.alloc(100)]), 100, 'application/octet-stream');
+    await objects.putObject(
+      `${stagingPrefix(first)}0-99.left`,
+      Readable.from([Buffer.alloc(100)]),
+      100,
+      'application/octet-stream',
+    );
     await book.noteCleanup(first, now);
     // and an unfinished content with a note (a completion that failed and will be tried again)
     const unfinished = await startUpload(100, total);

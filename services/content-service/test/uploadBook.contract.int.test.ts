@@ -3,7 +3,14 @@ import { types } from 'node:util';
 import { createLogger } from '@cp/logging';
 import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { RedisUploadBook } from '../src/store/RedisUploadBook';
-import { emptyPart, StaleBookRead, type PartRanges, type UploadBook, type UploadRecord, type UploadState } from '../src/store/UploadBook';
+import {
+  emptyPart,
+  StaleBookRead,
+  type PartRanges,
+  type UploadBook,
+  type UploadRecord,
+  type UploadState,
+} from '../src/store/UploadBook';
 import { MemoryUploadBook } from './support/MemoryUploadBook';
 import { dropNamespace, redisReady } from './support/realStores';
 
@@ -58,7 +65,12 @@ function newRecord(overrides: Partial<UploadRecord> = {}): UploadRecord {
  * (the in-memory book's structuredClone makes Dates of another realm than the test's).
  */
 const part = (p: PartRanges) => ({ ...p, assemblingBy: p.assemblingBy ?? null, writing: p.writing ?? null });
-const st = (s: UploadState) => ({ ...s, completingBy: s.completingBy ?? null, expiring: s.expiring ?? null, covered: s.covered ?? {} });
+const st = (s: UploadState) => ({
+  ...s,
+  completingBy: s.completingBy ?? null,
+  expiring: s.expiring ?? null,
+  covered: s.covered ?? {},
+});
 const isDate = (value: unknown) => types.isDate(value);
 
 /** A part with every field a writer sets, dates included. */
@@ -163,11 +175,19 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
       expect(part(part1)).toEqual(part(p1));
       expect(isDate(part1.assembling)).toBe(true);
       expect(isDate(part1.writing!.since)).toBe(true);
-      expect(await book.part(id, 2, after.version)).toMatchObject({ stored: true, pieces: p2.pieces, assembling: null });
+      expect(await book.part(id, 2, after.version)).toMatchObject({
+        stored: true,
+        pieces: p2.pieces,
+        assembling: null,
+      });
       expect(part(await book.part(id, 3))).toEqual(part(emptyPart(id, 3))); // untouched
 
       // A later commit that changes only the state leaves the parts as they were; cleared claims read back cleared.
-      expect(await book.commit({ ...after, completing: null, completingBy: null, expiring: null }, [{ ...p1, assembling: null, writing: null }])).toBe(true);
+      expect(
+        await book.commit({ ...after, completing: null, completingBy: null, expiring: null }, [
+          { ...p1, assembling: null, writing: null },
+        ]),
+      ).toBe(true);
       const again = await book.state(id);
       expect(again).toMatchObject({ version: read.version + 2, completing: null, lastByte: 199 });
       expect(again.expiring ?? null).toBeNull();
@@ -192,7 +212,9 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
       const base = await book.state(id);
       const wins = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
-          book.commit({ ...structuredClone(base), parts: { p1: { etag: `e${i}`, size: 1 } } }, [{ ...emptyPart(id, 1), assemblingBy: `w${i}` }]),
+          book.commit({ ...structuredClone(base), parts: { p1: { etag: `e${i}`, size: 1 } } }, [
+            { ...emptyPart(id, 1), assemblingBy: `w${i}` },
+          ]),
         ),
       );
       expect(wins.filter(Boolean)).toHaveLength(1);
@@ -223,7 +245,11 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
       expect(await book.commit({ ...(await book.state(id)), total: 10, lastByte: 9 }, [fullPart(id, 1)])).toBe(true);
       const stale = await book.state(id); // a writer reads, then stalls
       await book.remove(id); // the content completes (or expires) meanwhile
-      expect(await book.commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [{ ...fullPart(id, 1), stored: true }])).toBe(false);
+      expect(
+        await book.commit({ ...stale, parts: { p1: { etag: 'late', size: 10 } } }, [
+          { ...fullPart(id, 1), stored: true },
+        ]),
+      ).toBe(false);
       expect(await book.find(id)).toBeNull();
       expect(await book.state(id)).toMatchObject({ version: 0, total: null, lastByte: -1, parts: {} });
       expect(part(await book.part(id, 1))).toEqual(part(emptyPart(id, 1)));
@@ -345,7 +371,9 @@ describe('RedisUploadBook cost', () => {
 
     const createMany = async (n: number) => {
       for (let i = 0; i < n; i += 100) {
-        await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => book.create(newRecord({ expiresAt: at(60_000 + i) }))));
+        await Promise.all(
+          Array.from({ length: Math.min(100, n - i) }, () => book.create(newRecord({ expiresAt: at(60_000 + i) }))),
+        );
       }
     };
 
@@ -353,7 +381,8 @@ describe('RedisUploadBook cost', () => {
     const caughtUp = async () => {
       const marker = `cost-marker-${randomBytes(4).toString('hex')}`;
       await redisCommand(redis, ['ECHO', marker]);
-      for (let waited = 0; !seen.some((l) => l.includes(marker)) && waited < 5_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+      for (let waited = 0; !seen.some((l) => l.includes(marker)) && waited < 5_000; waited += 10)
+        await new Promise((r) => setTimeout(r, 10));
       expect(seen.some((l) => l.includes(marker))).toBe(true);
     };
 
@@ -369,7 +398,9 @@ describe('RedisUploadBook cost', () => {
       expect(ok).toBe(true);
       const trips = roundTrips;
       await caughtUp();
-      const commands = seen.filter((l) => !l.includes('cost-marker-')).map((l) => l.match(/"([A-Za-z]+)"/)?.[1]?.toUpperCase());
+      const commands = seen
+        .filter((l) => !l.includes('cost-marker-'))
+        .map((l) => l.match(/"([A-Za-z]+)"/)?.[1]?.toUpperCase());
       return { trips, commands };
     };
 

@@ -49,7 +49,9 @@ export function buildApp(deps: GatewayDeps): express.Express {
             proxyReq.flushHeaders();
             // httpxy's own proxyTimeout destroys the request without a cause (a plain "socket hang
             // up"); this one says it timed out, so the client gets upstreamTimeout, not unavailable.
-            proxyReq.setTimeout(deps.upstreamTimeoutMs, () => proxyReq.destroy(new UpstreamSilent(`no answer within ${deps.upstreamTimeoutMs} ms`)));
+            proxyReq.setTimeout(deps.upstreamTimeoutMs, () =>
+              proxyReq.destroy(new UpstreamSilent(`no answer within ${deps.upstreamTimeoutMs} ms`)),
+            );
             // A client whose body broke off is answered by clientErrors once the request is over, so
             // its response finishes normally and httpxy (which aborts upstream only on an unfinished
             // response) would leave the upstream request open, and the content-service its part claim.
@@ -89,7 +91,11 @@ export function buildApp(deps: GatewayDeps): express.Express {
  */
 function forwardedHeaders(proxyReq: ClientRequest, req: IncomingMessage): void {
   const encrypted = 'encrypted' in req.socket && req.socket.encrypted === true;
-  const seen = { for: req.socket.remoteAddress ?? '', port: String(req.socket.localPort ?? ''), proto: encrypted ? 'https' : 'http' };
+  const seen = {
+    for: req.socket.remoteAddress ?? '',
+    port: String(req.socket.localPort ?? ''),
+    proto: encrypted ? 'https' : 'http',
+  };
   for (const [name, value] of Object.entries(seen)) {
     const prior = req.headers[`x-forwarded-${name}`];
     proxyReq.setHeader(`x-forwarded-${name}`, prior ? `${String(prior)},${value}` : value);
@@ -102,7 +108,13 @@ class UpstreamSilent extends Error {
   override readonly name = 'UpstreamSilent';
 }
 
-function answerUpstreamFailure(logger: Logger, upstream: Upstream, error: Error, req: IncomingMessage, res: ServerResponse | Socket): void {
+function answerUpstreamFailure(
+  logger: Logger,
+  upstream: Upstream,
+  error: Error,
+  req: IncomingMessage,
+  res: ServerResponse | Socket,
+): void {
   const code = (error as NodeJS.ErrnoException).code;
   logger.warn({ reqId: req.id, upstream, code, err: error.message }, 'upstream failed');
   if (!('setHeader' in res) || res.headersSent) {

@@ -10,7 +10,14 @@ const OWNER = '11111111-1111-4111-8111-111111111111';
 function head(method: string, url: string, headers: [string, string][]): Request {
   const lower: Record<string, string> = {};
   for (const [k, v] of headers) lower[k.toLowerCase()] = v;
-  return { method, url, path: url.split('?')[0], httpVersion: '1.1', rawHeaders: headers.flat(), headers: lower } as unknown as Request;
+  return {
+    method,
+    url,
+    path: url.split('?')[0],
+    httpVersion: '1.1',
+    rawHeaders: headers.flat(),
+    headers: lower,
+  } as unknown as Request;
 }
 const refused = (req: Request) => refusalOf(req)?.code ?? null;
 
@@ -50,7 +57,11 @@ describe('refusalOf: what the gateway decides from the head alone', () => {
       ]),
       'invalidContentType',
     ],
-    ['12 KB api key', head('POST', `/sessions/v5.13/sessions/refresh?api-key=${'k'.repeat(12288)}`, [['Host', 'g']]), 'credentialTooLong'],
+    [
+      '12 KB api key',
+      head('POST', `/sessions/v5.13/sessions/refresh?api-key=${'k'.repeat(12288)}`, [['Host', 'g']]),
+      'credentialTooLong',
+    ],
     [
       'a 2 KB auth.sid cookie',
       head('GET', `/v1/${OWNER}/contents/${OWNER}`, [
@@ -134,14 +145,28 @@ describe('routeLabel', () => {
     expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}`)).toBe('/v1/:ownerId/contents/:contentId');
     expect(routeLabel('/sessions/v5.12/sessions/refresh')).toBe('/sessions/v5.x/sessions/refresh');
     expect(routeLabel('/healthz')).toBe('/healthz');
-    for (const path of ['/x1', '/random-segment-123', '/v1/not-a-uuid/contents', '/auth/v5.13/unknown']) expect(routeLabel(path)).toBe('other');
+    for (const path of ['/x1', '/random-segment-123', '/v1/not-a-uuid/contents', '/auth/v5.13/unknown'])
+      expect(routeLabel(path)).toBe('other');
   });
 });
 
 describe('the edge and the content-service read Content-Range alike', () => {
   it('refuses as invalidRange exactly what libs/ranges cannot parse', () => {
     const piece = fc.oneof(
-      fc.constantFrom('bytes ', 'bytes=', 'BYTES ', 'bytes', '-', '/', '*', ' ', '0', '9', '10', '99999999999999999999'),
+      fc.constantFrom(
+        'bytes ',
+        'bytes=',
+        'BYTES ',
+        'bytes',
+        '-',
+        '/',
+        '*',
+        ' ',
+        '0',
+        '9',
+        '10',
+        '99999999999999999999',
+      ),
       fc.nat(50).map(String),
     );
     fc.assert(
@@ -160,7 +185,11 @@ describe('the edge and the content-service read Content-Range alike', () => {
             parses = false;
           }
           const code = refused(req);
-          expect({ value, parses, edgeInvalid: code === 'invalidRange' }).toEqual({ value, parses, edgeInvalid: !parses });
+          expect({ value, parses, edgeInvalid: code === 'invalidRange' }).toEqual({
+            value,
+            parses,
+            edgeInvalid: !parses,
+          });
         },
       ),
       { numRuns: 2000 },

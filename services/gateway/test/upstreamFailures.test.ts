@@ -76,7 +76,11 @@ describe('the gateway when its upstream fails', () => {
     const sent = Buffer.alloc(1024 * 1024 + 3, 2);
     const res = await fetch(`${gateway}/v1/${OWNER}/contents/${OWNER}`, {
       method: 'PUT',
-      headers: { authorization: 'Bearer x', 'content-range': `bytes 0-${sent.length - 1}/${sent.length}`, 'content-type': 'application/octet-stream' },
+      headers: {
+        authorization: 'Bearer x',
+        'content-range': `bytes 0-${sent.length - 1}/${sent.length}`,
+        'content-type': 'application/octet-stream',
+      },
       body: sent,
     });
     expect(res.status).toBe(200);

@@ -16,7 +16,8 @@ const DAY = 24 * 3600;
 /** Every setting of the session-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, {
-    INTERNAL_SECRET: 'set INTERNAL_SECRET_AUTH_SERVICE, INTERNAL_SECRET_CONTENT_SERVICE and AUTH_SERVICE_INTERNAL_SECRET instead (one secret per caller)',
+    INTERNAL_SECRET:
+      'set INTERNAL_SECRET_AUTH_SERVICE, INTERNAL_SECRET_CONTENT_SERVICE and AUTH_SERVICE_INTERNAL_SECRET instead (one secret per caller)',
   });
   const c = parseEnv(
     {
@@ -43,7 +44,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     source,
   );
   if (c.INTERNAL_SECRET_AUTH_SERVICE === c.INTERNAL_SECRET_CONTENT_SERVICE) {
-    throw new ConfigError('INTERNAL_SECRET_CONTENT_SERVICE', 'must differ from INTERNAL_SECRET_AUTH_SERVICE: the secret tells the callers apart');
+    throw new ConfigError(
+      'INTERNAL_SECRET_CONTENT_SERVICE',
+      'must differ from INTERNAL_SECRET_AUTH_SERVICE: the secret tells the callers apart',
+    );
   }
   return { ...c, REDIS_TARGET: redisTarget(c) };
 }

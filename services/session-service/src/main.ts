@@ -43,7 +43,10 @@ startService({
       metrics,
       sessions,
       apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
-      internalCallers: internalCallers({ authService: config.INTERNAL_SECRET_AUTH_SERVICE, contentService: config.INTERNAL_SECRET_CONTENT_SERVICE }),
+      internalCallers: internalCallers({
+        authService: config.INTERNAL_SECRET_AUTH_SERVICE,
+        contentService: config.INTERNAL_SECRET_CONTENT_SERVICE,
+      }),
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
     });
     const onShutdown = async () => {
@@ -54,7 +57,13 @@ startService({
     return {
       app,
       // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
-      admin: { metrics, readiness: [mongo.readiness, { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) }] },
+      admin: {
+        metrics,
+        readiness: [
+          mongo.readiness,
+          { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) },
+        ],
+      },
       onShutdown,
     };
   },

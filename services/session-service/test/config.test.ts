@@ -19,7 +19,9 @@ describe('session-service settings', () => {
   it('names a missing or short secret without printing its value', () => {
     const { INTERNAL_SECRET_CONTENT_SERVICE: _, ...missing } = base;
     expect(() => loadConfig(missing)).toThrow(/INTERNAL_SECRET_CONTENT_SERVICE: is required/);
-    expect(() => loadConfig({ ...base, AUTH_SERVICE_INTERNAL_SECRET: 'short-secret' })).toThrow(/AUTH_SERVICE_INTERNAL_SECRET: invalid value \(hidden\)/);
+    expect(() => loadConfig({ ...base, AUTH_SERVICE_INTERNAL_SECRET: 'short-secret' })).toThrow(
+      /AUTH_SERVICE_INTERNAL_SECRET: invalid value \(hidden\)/,
+    );
     expect(() => loadConfig({ ...base, AUTH_SERVICE_INTERNAL_SECRET: 'short-secret' })).not.toThrow(/short-secret/);
   });
 
@@ -27,11 +29,18 @@ describe('session-service settings', () => {
     expect(() => loadConfig({ ...base, INTERNAL_SECRET_CONTENT_SERVICE: base.INTERNAL_SECRET_AUTH_SERVICE })).toThrow(
       /INTERNAL_SECRET_CONTENT_SERVICE: must differ/,
     );
-    expect(() => loadConfig({ ...base, INTERNAL_SECRET: 'x'.repeat(24) })).toThrow(/INTERNAL_SECRET: is no longer read/);
+    expect(() => loadConfig({ ...base, INTERNAL_SECRET: 'x'.repeat(24) })).toThrow(
+      /INTERNAL_SECRET: is no longer read/,
+    );
   });
 
   it('reads the rate-limit settings', () => {
-    const c = loadConfig({ ...base, RATE_LIMIT_ENABLED: 'false', RATE_LIMIT_PER_KEY_POINTS: '0', TRUSTED_PROXY_HOPS: '2' });
+    const c = loadConfig({
+      ...base,
+      RATE_LIMIT_ENABLED: 'false',
+      RATE_LIMIT_PER_KEY_POINTS: '0',
+      TRUSTED_PROXY_HOPS: '2',
+    });
     expect([c.RATE_LIMIT_ENABLED, c.RATE_LIMIT_PER_KEY_POINTS, c.TRUSTED_PROXY_HOPS]).toEqual([false, 0, 2]);
     expect(() => loadConfig({ ...base, RATE_LIMIT_PER_ADDRESS_POINTS: '-1' })).toThrow(/RATE_LIMIT_PER_ADDRESS_POINTS/);
   });

@@ -53,17 +53,26 @@ describe('session-service error bodies', () => {
 
   it('keeps the Code, status and Retry-After of a ServiceError', async () => {
     const { status, body, retryAfter } = await answerFor(
-      ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 }),
+      ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', {
+        retryAfterSeconds: 1,
+      }),
     );
     expect(status).toBe(503);
-    expect(JSON.parse(body)).toEqual({ Code: 'ServiceUnavailable', Message: 'another refresh with this token is under way; retry' });
+    expect(JSON.parse(body)).toEqual({
+      Code: 'ServiceUnavailable',
+      Message: 'another refresh with this token is under way; retry',
+    });
     expect(retryAfter).toBe('1');
   });
 });
 
 describe('unavailableDependency', () => {
   it('knows MongoDB and Redis by class, subclasses included, and S3 only when told how', () => {
-    expect(unavailableDependency(new MongoServerSelectionError('no primary', { type: 'Unknown', servers: new Map() } as never))).toBe('database');
+    expect(
+      unavailableDependency(
+        new MongoServerSelectionError('no primary', { type: 'Unknown', servers: new Map() } as never),
+      ),
+    ).toBe('database');
     expect(unavailableDependency(new MongoNetworkTimeoutError('slow'))).toBe('database');
     expect(unavailableDependency(new RedisUnavailable('down'))).toBe('cache');
     const s3Down = Object.assign(new Error('connect ECONNREFUSED'), { name: 'TimeoutError' });

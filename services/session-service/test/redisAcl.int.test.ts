@@ -33,7 +33,14 @@ describe("the session-service's Redis user", () => {
 
   it('counts its rate limits in Redis, shared by replicas', async () => {
     const limit = { points: 2, seconds: 60 };
-    const replica = () => new RequestRateLimiter(user.client, { prefix: 'rl:sessions', perKey: limit, perAddress: null, trustedProxyHops: 1, logger });
+    const replica = () =>
+      new RequestRateLimiter(user.client, {
+        prefix: 'rl:sessions',
+        perKey: limit,
+        perAddress: null,
+        trustedProxyHops: 1,
+        logger,
+      });
     const [a, b] = [replica(), replica()];
     const key = randomBytes(8).toString('hex');
     expect(await a.check(key, '192.0.2.1')).toBe(0);

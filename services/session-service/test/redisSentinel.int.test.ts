@@ -35,7 +35,10 @@ describe('the session-service through Redis Sentinel', () => {
 
   it('reaches the master the Sentinel names, as its own user', async () => {
     const redis = new URL(redisUrl());
-    expect((user.client as RedisSentinelType).getMasterNode()).toEqual({ host: redis.hostname, port: Number(redis.port || 6379) });
+    expect((user.client as RedisSentinelType).getMasterNode()).toEqual({
+      host: redis.hostname,
+      port: Number(redis.port || 6379),
+    });
     expect(await redisCall(user.client, (r) => r.ping())).toBe('PONG');
   });
 

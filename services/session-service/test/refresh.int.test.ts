@@ -40,10 +40,12 @@ class Registry implements RegistrationChecker {
 
   async check(userId: string, thumbprint: string | undefined): Promise<Registration> {
     this.asked.push({ userId, thumbprint });
-    if (this.down) throw ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later');
+    if (this.down)
+      throw ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later');
     const owners = this.users.get(userId);
     if (!owners) return { registered: false, reason: 'UserRemoved' };
-    if (thumbprint !== undefined && this.certs.get(thumbprint) !== userId) return { registered: false, reason: 'CertificateRemoved' };
+    if (thumbprint !== undefined && this.certs.get(thumbprint) !== userId)
+      return { registered: false, reason: 'CertificateRemoved' };
     return { registered: true, owners };
   }
 }
@@ -82,7 +84,12 @@ async function ready(redis: Redis): Promise<Redis> {
 describe('refresh: grace, concurrency, crashes, lifetime and registration', () => {
   const clock = new MovableClock();
   const registry = new Registry();
-  const lifetimes: SessionLifetimes = { sidTtlMs: 30 * DAY, refreshTtlMs: 45 * DAY, maxLifetimeMs: 90 * DAY, graceMs: GRACE_MS };
+  const lifetimes: SessionLifetimes = {
+    sidTtlMs: 30 * DAY,
+    refreshTtlMs: 45 * DAY,
+    maxLifetimeMs: 90 * DAY,
+    graceMs: GRACE_MS,
+  };
   let mongo: MongoClient;
   let db: Db;
   let redis: Redis;
@@ -93,7 +100,9 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
   const service = (r: SessionRepository, l: SessionLifetimes = lifetimes): SessionService =>
     new SessionService(r, new SessionCache(redis, 60), clock.now, l, logger, registry);
 
-  async function signIn(owners?: string[]): Promise<IssuedPair & { userId: string; owners: string[]; thumbprint: string }> {
+  async function signIn(
+    owners?: string[],
+  ): Promise<IssuedPair & { userId: string; owners: string[]; thumbprint: string }> {
     const user = registry.add(owners);
     return { ...user, ...(await replicaA.create(user.userId, user.owners, user.thumbprint)) };
   }
@@ -142,7 +151,10 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       expect(await pairsOf(familyId)).toHaveLength(1);
       // The pair got back is the live one: it refreshes, and then the old token is a reuse.
       const third = await replicaA.refresh(second.Sid, second.RefreshToken);
-      await expect(replicaA.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'RefreshTokenReused' });
+      await expect(replicaA.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'RefreshTokenReused',
+      });
       expect(await replicaA.validate(third.Sid)).toBeNull();
       expect(await revokedAt(familyId)).toBeInstanceOf(Date);
     });
@@ -151,7 +163,10 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const first = await signIn();
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
       clock.offsetMs = GRACE_MS + 1_000;
-      await expect(replicaB.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'RefreshTokenReused' });
+      await expect(replicaB.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'RefreshTokenReused',
+      });
       expect(await replicaA.validate(second.Sid)).toBeNull();
       await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({ status: 403 });
       expect(await revokedAt(await familyOf(second))).toBeInstanceOf(Date);
@@ -160,7 +175,10 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
     it('treats the rotated token with any other sid as a reuse, even within the window', async () => {
       const first = await signIn();
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
-      await expect(replicaA.refresh(second.Sid, first.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'RefreshTokenReused' });
+      await expect(replicaA.refresh(second.Sid, first.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'RefreshTokenReused',
+      });
       expect(await replicaA.validate(second.Sid)).toBeNull();
     });
 
@@ -169,8 +187,10 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
       const rotation = await repo.findRotation(tokenHash(first.RefreshToken)!);
       const stored =
-        JSON.stringify(await db.collection('session_rotations').find({}).toArray()) + JSON.stringify(await db.collection('session_pairs').find({}).toArray());
-      for (const token of [first.Sid, first.RefreshToken, second.Sid, second.RefreshToken]) expect(stored.toUpperCase()).not.toContain(token);
+        JSON.stringify(await db.collection('session_rotations').find({}).toArray()) +
+        JSON.stringify(await db.collection('session_pairs').find({}).toArray());
+      for (const token of [first.Sid, first.RefreshToken, second.Sid, second.RefreshToken])
+        expect(stored.toUpperCase()).not.toContain(token);
       expect(rotation?.sealed).toEqual(expect.any(String));
       // What a leak gives: the hashes. Neither opens the sealed pair; the token itself does.
       expect(openPair(rotation!._id.toUpperCase(), rotation!._id, rotation!.sealed!)).toBeNull();
@@ -178,14 +198,18 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
 
       await new SessionRepository(db).sweep(new Date(Date.now() + GRACE_MS + 1_000), 45 * DAY, 10_000);
       expect((await repo.findRotation(rotation!._id))?.sealed).toBeUndefined();
-      await expect(replicaA.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({ code: 'RefreshTokenReused' });
+      await expect(replicaA.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({
+        code: 'RefreshTokenReused',
+      });
     });
   });
 
   it('gives every one of concurrent refreshes with one token, on two replicas, the same single pair', async () => {
     const first = await signIn();
     const familyId = await familyOf(first);
-    const answers = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => (i % 2 ? replicaA : replicaB).refresh(first.Sid, first.RefreshToken)));
+    const answers = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? replicaA : replicaB).refresh(first.Sid, first.RefreshToken)),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill('fulfilled'));
     const pairs = answers.map((a) => (a as PromiseFulfilledResult<IssuedPair>).value);
     expect(new Set(pairs.map((p) => JSON.stringify(p))).size).toBe(1);
@@ -193,7 +217,10 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
     expect(await revokedAt(familyId)).toBeNull();
     expect(await replicaA.validate(first.Sid)).toBeNull();
     expect(await replicaA.validate(pairs[0]!.Sid)).not.toBeNull();
-    expect(await replicaB.refresh(pairs[0]!.Sid, pairs[0]!.RefreshToken)).toEqual({ Sid: expect.any(String), RefreshToken: expect.any(String) });
+    expect(await replicaB.refresh(pairs[0]!.Sid, pairs[0]!.RefreshToken)).toEqual({
+      Sid: expect.any(String),
+      RefreshToken: expect.any(String),
+    });
   });
 
   it('answers a refresh that lost the claim but cannot read it with 503 after a bounded wait, revoking nothing', async () => {
@@ -210,29 +237,37 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
     expect(refused).toMatchObject({ status: 503 });
     expect(Date.now() - startedAt).toBeLessThan(3_000);
     expect(await revokedAt(await familyOf(first))).toBeNull();
-    expect(await replicaA.refresh(first.Sid, first.RefreshToken)).toEqual({ Sid: expect.any(String), RefreshToken: expect.any(String) });
-  });
-
-  describe.each(['after-claim', 'between-pair-and-refresh-key', 'after-pair'] as const)('a session-service dying mid-refresh (%s)', (at) => {
-    it("lets the client's retry end with exactly one valid pair and no revocation", async () => {
-      const first = await signIn();
-      const familyId = await familyOf(first);
-      await expect(service(new CrashingRepository(db, at)).refresh(first.Sid, first.RefreshToken)).rejects.toBeInstanceOf(Killed);
-      // The claim is the commit point: the old sid is dead from then on.
-      expect(await replicaA.validate(first.Sid)).toBeNull();
-
-      const retried = await replicaB.refresh(first.Sid, first.RefreshToken);
-      const rotation = await repo.findRotation(tokenHash(first.RefreshToken)!);
-      expect(rotation?.next?._id).toBe(tokenHash(retried.Sid)); // the pair the dying refresh had issued
-      expect(await replicaA.refresh(first.Sid, first.RefreshToken)).toEqual(retried);
-      const pairs = await pairsOf(familyId);
-      expect(pairs.map((p) => p._id)).toEqual([tokenHash(retried.Sid)]);
-      expect(await revokedAt(familyId)).toBeNull();
-      expect(await replicaA.validate(retried.Sid)).toEqual({ userId: first.userId, owners: first.owners });
-      await replicaA.refresh(retried.Sid, retried.RefreshToken);
-      expect(await revokedAt(familyId)).toBeNull();
+    expect(await replicaA.refresh(first.Sid, first.RefreshToken)).toEqual({
+      Sid: expect.any(String),
+      RefreshToken: expect.any(String),
     });
   });
+
+  describe.each(['after-claim', 'between-pair-and-refresh-key', 'after-pair'] as const)(
+    'a session-service dying mid-refresh (%s)',
+    (at) => {
+      it("lets the client's retry end with exactly one valid pair and no revocation", async () => {
+        const first = await signIn();
+        const familyId = await familyOf(first);
+        await expect(
+          service(new CrashingRepository(db, at)).refresh(first.Sid, first.RefreshToken),
+        ).rejects.toBeInstanceOf(Killed);
+        // The claim is the commit point: the old sid is dead from then on.
+        expect(await replicaA.validate(first.Sid)).toBeNull();
+
+        const retried = await replicaB.refresh(first.Sid, first.RefreshToken);
+        const rotation = await repo.findRotation(tokenHash(first.RefreshToken)!);
+        expect(rotation?.next?._id).toBe(tokenHash(retried.Sid)); // the pair the dying refresh had issued
+        expect(await replicaA.refresh(first.Sid, first.RefreshToken)).toEqual(retried);
+        const pairs = await pairsOf(familyId);
+        expect(pairs.map((p) => p._id)).toEqual([tokenHash(retried.Sid)]);
+        expect(await revokedAt(familyId)).toBeNull();
+        expect(await replicaA.validate(retried.Sid)).toEqual({ userId: first.userId, owners: first.owners });
+        await replicaA.refresh(retried.Sid, retried.RefreshToken);
+        expect(await revokedAt(familyId)).toBeNull();
+      });
+    },
+  );
 
   describe('maximum session lifetime', () => {
     const short = { ...lifetimes, maxLifetimeMs: 10 * DAY };
@@ -255,13 +290,19 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
 
       clock.offsetMs = 10 * DAY + 1_000;
       expect(await shortLived.validate(second.Sid)).toBeNull();
-      await expect(shortLived.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'SessionTooOld' });
+      await expect(shortLived.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'SessionTooOld',
+      });
     });
 
     it('applies to families signed in before a lower maximum was set', async () => {
       const first = await signIn(); // issued under 90 days: the refresh token lives 45
       clock.offsetMs = 11 * DAY;
-      await expect(service(repo, short).refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'SessionTooOld' });
+      await expect(service(repo, short).refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'SessionTooOld',
+      });
       expect((await replicaA.refresh(first.Sid, first.RefreshToken)).Sid).toEqual(expect.any(String));
     });
   });
@@ -273,16 +314,25 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
       expect(registry.asked.at(-1)).toEqual({ userId: first.userId, thumbprint: first.thumbprint });
       registry.certs.delete(first.thumbprint);
-      await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'CertificateRemoved' });
+      await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'CertificateRemoved',
+      });
       expect(await revokedAt(familyId)).toBeInstanceOf(Date);
       expect(await replicaB.validate(second.Sid)).toBeNull();
-      await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'SessionRevoked' });
+      await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'SessionRevoked',
+      });
     });
 
     it('refuses with UserRemoved and revokes the family once the user is removed', async () => {
       const first = await signIn();
       registry.users.delete(first.userId);
-      await expect(replicaA.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'UserRemoved' });
+      await expect(replicaA.refresh(first.Sid, first.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'UserRemoved',
+      });
       expect(await revokedAt(await familyOf(first))).toBeInstanceOf(Date);
       expect(await replicaA.validate(first.Sid)).toBeNull();
     });
@@ -294,7 +344,10 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
       expect(registry.asked.at(-1)).toEqual({ userId: user.userId, thumbprint: undefined });
       registry.users.delete(user.userId);
-      await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'UserRemoved' });
+      await expect(replicaA.refresh(second.Sid, second.RefreshToken)).rejects.toMatchObject({
+        status: 403,
+        code: 'UserRemoved',
+      });
     });
 
     it('answers 503 and changes nothing while the auth-service does not answer; the pair refreshes once it does', async () => {

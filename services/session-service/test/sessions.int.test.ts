@@ -48,7 +48,10 @@ describe('sessions against MongoDB and Redis', () => {
   // The auth-service's answer while nobody removes anything: the owners the user signed in with
   // (refresh.int.test.ts covers removals and changed owners).
   const stillRegistered: RegistrationChecker = {
-    check: async (userId) => ({ registered: true, owners: (await db.collection('session_families').findOne({ userId }))?.owners ?? [] }),
+    check: async (userId) => ({
+      registered: true,
+      owners: (await db.collection('session_families').findOne({ userId }))?.owners ?? [],
+    }),
   };
 
   beforeAll(async () => {
@@ -60,8 +63,22 @@ describe('sessions against MongoDB and Redis', () => {
     redis = await ready(connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', logger));
     deadRedis = connectRedis(`redis://127.0.0.1:${await closedPort()}`, logger);
     replicaA = new SessionService(repo, new SessionCache(redis, 60), clock.now, lifetimes, logger, stillRegistered);
-    replicaB = new SessionService(new SessionRepository(db), new SessionCache(redis, 60), clock.now, lifetimes, logger, stillRegistered);
-    withoutRedis = new SessionService(new SessionRepository(db), new SessionCache(deadRedis, 60), clock.now, lifetimes, logger, stillRegistered);
+    replicaB = new SessionService(
+      new SessionRepository(db),
+      new SessionCache(redis, 60),
+      clock.now,
+      lifetimes,
+      logger,
+      stillRegistered,
+    );
+    withoutRedis = new SessionService(
+      new SessionRepository(db),
+      new SessionCache(deadRedis, 60),
+      clock.now,
+      lifetimes,
+      logger,
+      stillRegistered,
+    );
   });
 
   afterAll(async () => {
@@ -98,7 +115,10 @@ describe('sessions against MongoDB and Redis', () => {
     const next = await replicaA.refresh(pair.Sid, pair.RefreshToken);
     expect(await replicaA.validate(next.Sid)).not.toBeNull(); // now cached
     clock.offsetMs = 31_000; // past the grace window (30 s), in which a retry gets `next` back
-    await expect(replicaB.refresh(pair.Sid, pair.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'RefreshTokenReused' });
+    await expect(replicaB.refresh(pair.Sid, pair.RefreshToken)).rejects.toMatchObject({
+      status: 403,
+      code: 'RefreshTokenReused',
+    });
     expect(await replicaA.validate(next.Sid)).toBeNull();
     await expect(replicaA.refresh(next.Sid, next.RefreshToken)).rejects.toMatchObject({ status: 403 });
   });
@@ -109,7 +129,11 @@ describe('sessions against MongoDB and Redis', () => {
     const cache = new SessionCache(redis, 60);
     await replicaB.refresh(pair.Sid, pair.RefreshToken);
     // A reader that looked at MongoDB before the rotation now tries to cache what it saw.
-    await cache.fillLive(hash, { userId: 'u', owners: ['o'], familyId: 'f', sidExpiresAt: Date.now() + DAY }, Date.now());
+    await cache.fillLive(
+      hash,
+      { userId: 'u', owners: ['o'], familyId: 'f', sidExpiresAt: Date.now() + DAY },
+      Date.now(),
+    );
     expect(await cache.get(hash)).toEqual({ kind: 'dead' });
     expect(await replicaA.validate(pair.Sid)).toBeNull();
   });
@@ -135,7 +159,10 @@ describe('sessions against MongoDB and Redis', () => {
     const next = await replicaA.refresh(pair.Sid, pair.RefreshToken);
     expect(await replicaA.validate(next.Sid)).not.toBeNull();
     clock.offsetMs += 45 * DAY + 1_000;
-    await expect(replicaA.refresh(next.Sid, next.RefreshToken)).rejects.toMatchObject({ status: 403, code: 'RefreshTokenExpired' });
+    await expect(replicaA.refresh(next.Sid, next.RefreshToken)).rejects.toMatchObject({
+      status: 403,
+      code: 'RefreshTokenExpired',
+    });
   });
 
   it('expires a cached sid by its own expiry time, not the cache entry lifetime', async () => {

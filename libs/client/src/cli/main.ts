@@ -3,7 +3,14 @@ import { fstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ContentClient, type Credentials, type Progress } from '../ContentClient';
-import { ApiError, ContentStateError, CredentialsFileError, IntegrityError, RetriesExhaustedError, TransportError } from '../errors';
+import {
+  ApiError,
+  ContentStateError,
+  CredentialsFileError,
+  IntegrityError,
+  RetriesExhaustedError,
+  TransportError,
+} from '../errors';
 import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
 import { parseDuration } from './duration';
 import { defaultConfigPath, readConfig, resolveSettings, writeConfig, type SavedConfig } from './config';
@@ -113,11 +120,19 @@ export async function run(
   // A refreshed session replaces the saved one; the saved url and owner stay (a --url or
   // $CONTENT_URL of this run is not the login's).
   const save = (c: Credentials) => {
-    if (c.kind === 'session') writeConfig(configPath, { ...readConfig(configPath), sid: c.sid, refreshToken: c.refreshToken, apiKey: c.apiKey });
+    if (c.kind === 'session')
+      writeConfig(configPath, {
+        ...readConfig(configPath),
+        sid: c.sid,
+        refreshToken: c.refreshToken,
+        apiKey: c.apiKey,
+      });
   };
   const retryForMs = o['retry-for'] === undefined ? DEFAULT_RETRY_FOR_MS : parseDuration(o['retry-for']);
   if (retryForMs === null) {
-    err.write(`content: --retry-for takes a duration such as 30s, 5m or 1h, not ${JSON.stringify(o['retry-for'])}\n\n${USAGE}\n`);
+    err.write(
+      `content: --retry-for takes a duration such as 30s, 5m or 1h, not ${JSON.stringify(o['retry-for'])}\n\n${USAGE}\n`,
+    );
     return 2;
   }
   const mode = o.json ? 'none' : err.isTTY ? 'bar' : 'lines';
@@ -143,7 +158,8 @@ export async function run(
   const parallel = o.parallel === undefined ? 4 : Number(o.parallel);
 
   try {
-    if (!Number.isInteger(parallel) || parallel < 1 || parallel > 32) throw new UsageError('--parallel must be a whole number from 1 to 32');
+    if (!Number.isInteger(parallel) || parallel < 1 || parallel > 32)
+      throw new UsageError('--parallel must be a whole number from 1 to 32');
     const needOwner = () => {
       if (!owner) throw new UsageError('no owner: pass --owner <uuid> (or sign in with --owner so it is saved)');
       return owner;
@@ -153,7 +169,8 @@ export async function run(
     };
     switch (command) {
       case 'login': {
-        if (!o.cert || !o.key || !o['api-key']) throw new UsageError('login needs --cert <pem>, --key <pem> and --api-key <key>');
+        if (!o.cert || !o.key || !o['api-key'])
+          throw new UsageError('login needs --cert <pem>, --key <pem> and --api-key <key>');
         const pair = await client.signIn({
           certificatePem: readFileSync(o.cert, 'utf8'),
           privateKeyPem: readFileSync(o.key, 'utf8'),
@@ -162,7 +179,11 @@ export async function run(
         });
         const next: SavedConfig = { url, owner, sid: pair.sid, refreshToken: pair.refreshToken, apiKey: o['api-key'] };
         writeConfig(configPath, next);
-        print(`signed in; session saved in ${configPath}`, { sid: pair.sid, refreshToken: pair.refreshToken, config: configPath });
+        print(`signed in; session saved in ${configPath}`, {
+          sid: pair.sid,
+          refreshToken: pair.refreshToken,
+          config: configPath,
+        });
         return 0;
       }
       case 'refresh': {
@@ -187,7 +208,8 @@ export async function run(
         const uploadView = progressView('upload', err, mode);
         view = uploadView;
         const size = o.size === undefined ? undefined : Number(o.size);
-        if (size !== undefined && (!Number.isSafeInteger(size) || size < 0)) throw new UsageError('--size must be a byte count');
+        if (size !== undefined && (!Number.isSafeInteger(size) || size < 0))
+          throw new UsageError('--size must be a byte count');
         try {
           const common = {
             owner: needOwner(),
@@ -197,10 +219,16 @@ export async function run(
             signal: abort.signal,
             onProgress: (p: Progress) => uploadView.update(p),
             onContentId: (cid: string) => {
-              resumeHint = file === '-' ? `<the same input> | content upload - --resume ${cid}` : `content upload ${file} --resume ${cid}`;
+              resumeHint =
+                file === '-'
+                  ? `<the same input> | content upload - --resume ${cid}`
+                  : `content upload ${file} --resume ${cid}`;
             },
           };
-          const id = file === '-' ? await client.uploadStream(stdin, { ...common, size: size ?? stdinSize() }) : await client.uploadFile(file, common);
+          const id =
+            file === '-'
+              ? await client.uploadStream(stdin, { ...common, size: size ?? stdinSize() })
+              : await client.uploadFile(file, common);
           uploadView.stop();
           print(id, { id, file });
         } finally {
@@ -278,7 +306,8 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     );
   }
   if (error instanceof ApiError) {
-    const code = error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
+    const code =
+      error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     return write(
       code,
@@ -288,14 +317,28 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     );
   }
   // Found by the client itself (no answer said so): reported like the conflict it is.
-  if (error instanceof ContentStateError) return write(5, `${error.code}: ${error.message}`, error.hint, { code: error.code });
+  if (error instanceof ContentStateError)
+    return write(5, `${error.code}: ${error.message}`, error.hint, { code: error.code });
   if (error instanceof CredentialsFileError)
-    return write(3, error.message, 'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)');
+    return write(
+      3,
+      error.message,
+      'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)',
+    );
   if (error instanceof IntegrityError)
-    return write(7, error.message, 'the bytes are not what they should be: run the command again (a download with --restart)');
+    return write(
+      7,
+      error.message,
+      'the bytes are not what they should be: run the command again (a download with --restart)',
+    );
   if (error instanceof TransportError)
-    return write(6, error.message, resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network');
-  if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') return write(2, (error as Error).message, 'check the file name');
+    return write(
+      6,
+      error.message,
+      resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network',
+    );
+  if ((error as NodeJS.ErrnoException)?.code === 'ENOENT')
+    return write(2, (error as Error).message, 'check the file name');
   return write(1, String((error as Error)?.stack ?? error), 'this is unexpected; please report it');
 }
 

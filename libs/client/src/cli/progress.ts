@@ -41,7 +41,11 @@ export function progressView(label: string, stream: NodeJS.WriteStream, mode: 'b
       // Rendered every 100 ms: the countdown of a wait moves by itself.
       format: (options, params, payload) => {
         const w = waitingNow();
-        return Format.Formatter({ ...options, format: `${head}${w ? waitingText(w) : 'ETA {eta_formatted}'}` }, params, payload);
+        return Format.Formatter(
+          { ...options, format: `${head}${w ? waitingText(w) : 'ETA {eta_formatted}'}` },
+          params,
+          payload,
+        );
       },
       hideCursor: true,
       etaBuffer: 20,
@@ -53,7 +57,9 @@ export function progressView(label: string, stream: NodeJS.WriteStream, mode: 'b
     let lastCounter = 0;
     const counter = (done: number) => {
       const w = waitingNow();
-      stream.write(`\r${label} ${mib(done)} MiB | ${rate(done).toFixed(1)} MB/s${w ? ` | ${waitingText(w)}` : ''}\x1b[K`);
+      stream.write(
+        `\r${label} ${mib(done)} MiB | ${rate(done).toFixed(1)} MB/s${w ? ` | ${waitingText(w)}` : ''}\x1b[K`,
+      );
       ownLine = true;
     };
     let counting = false;
@@ -103,7 +109,8 @@ export function progressView(label: string, stream: NodeJS.WriteStream, mode: 'b
           waitedSince = null;
           lastWaitLine = null;
         }
-        const step = p.total === null ? Math.floor(p.done / PART_SIZE) : p.total === 0 ? 10 : Math.floor((p.done / p.total) * 10);
+        const step =
+          p.total === null ? Math.floor(p.done / PART_SIZE) : p.total === 0 ? 10 : Math.floor((p.done / p.total) * 10);
         if (step === lastStep) return;
         lastStep = step;
         const share = p.total === null ? '' : `${p.total === 0 ? 100 : step * 10}% `;
@@ -113,7 +120,8 @@ export function progressView(label: string, stream: NodeJS.WriteStream, mode: 'b
         wait = notice;
         const now = Date.now();
         waitedSince ??= now;
-        if (lastWaitLine && lastWaitLine.reason === notice.reason && now - lastWaitLine.at < WAITING_LINE_EVERY_MS) return;
+        if (lastWaitLine && lastWaitLine.reason === notice.reason && now - lastWaitLine.at < WAITING_LINE_EVERY_MS)
+          return;
         lastWaitLine = { at: now, reason: notice.reason };
         stream.write(`${label}: ${waitingText(notice, now)}\n`);
       },

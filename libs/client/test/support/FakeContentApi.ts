@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 
 /** What a hook makes of a request: an answer instead of the normal one, a dropped connection, or nothing. */
-export type Intercept = { status: number; headers?: Record<string, string>; body?: unknown } | 'drop' | 'drop-mid-body' | undefined;
+export type Intercept =
+  { status: number; headers?: Record<string, string>; body?: unknown } | 'drop' | 'drop-mid-body' | undefined;
 
 export interface Seen {
   method: string;
@@ -81,7 +82,10 @@ export class FakeContentApi {
       at: Date.now(),
     };
     this.seen.push(seen);
-    const n = this.seen.filter((s) => s.method === seen.method && s.range === seen.range && s.path.split('/').length === seen.path.split('/').length).length;
+    const n = this.seen.filter(
+      (s) =>
+        s.method === seen.method && s.range === seen.range && s.path.split('/').length === seen.path.split('/').length,
+    ).length;
     const forced = this.intercept(seen, n);
     if (forced === 'drop') {
       req.socket.destroy();
@@ -92,7 +96,12 @@ export class FakeContentApi {
       return json(
         res,
         forced.status,
-        forced.body ?? { id: `urn:error:contents:http${forced.status}`, 'status-code': forced.status, message: 'forced', 'track-id': 't' },
+        forced.body ?? {
+          id: `urn:error:contents:http${forced.status}`,
+          'status-code': forced.status,
+          message: 'forced',
+          'track-id': 't',
+        },
         forced.headers,
       );
     }
@@ -100,17 +109,25 @@ export class FakeContentApi {
       await drain(req);
       this.refreshes++;
       // Its inputs come in headers only (the query string would land in access logs).
-      if (url.search !== '') return json(res, 400, { Code: 'MissingParameters', Message: 'send the refresh inputs in headers' });
-      if (!String(req.headers.authorization).startsWith('auth.sid ')) return json(res, 400, { Code: 'MissingParameters', Message: 'no auth.sid' });
+      if (url.search !== '')
+        return json(res, 400, { Code: 'MissingParameters', Message: 'send the refresh inputs in headers' });
+      if (!String(req.headers.authorization).startsWith('auth.sid '))
+        return json(res, 400, { Code: 'MissingParameters', Message: 'no auth.sid' });
       if (!req.headers['x-kontur-apikey']) return json(res, 400, { Code: 'MissingParameters', Message: 'no api key' });
-      if (req.headers['x-refresh-token'] !== this.refreshToken) return json(res, 403, { Code: 'RefreshTokenReused', Message: 'used already' });
+      if (req.headers['x-refresh-token'] !== this.refreshToken)
+        return json(res, 403, { Code: 'RefreshTokenReused', Message: 'used already' });
       this.sid = `SID-${this.refreshes + 1}`;
       this.refreshToken = `RT-${this.refreshes + 1}`;
       return json(res, 200, { Sid: this.sid, RefreshToken: this.refreshToken });
     }
     if (req.headers.authorization !== 'Bearer ok' && req.headers.authorization !== `auth.sid ${this.sid}`) {
       await drain(req);
-      return json(res, 401, { id: 'urn:error:contents:invalidSession', 'status-code': 401, message: 'no', 'track-id': 't' });
+      return json(res, 401, {
+        id: 'urn:error:contents:invalidSession',
+        'status-code': 401,
+        message: 'no',
+        'track-id': 't',
+      });
     }
     const m = /^\/v1\/([^/]+)\/contents(?:\/([^/]+))?$/.exec(url.pathname);
     if (!m) return json(res, 404, {});
@@ -125,7 +142,8 @@ export class FakeContentApi {
         const cr = req.headers['content-range'];
         if (cr === undefined) c.total = body.length;
         const r = cr === undefined ? null : /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(cr);
-        if (cr !== undefined && (!r || Number(r[2]) - Number(r[1]) + 1 !== body.length)) return json(res, 400, { id: 'urn:error:contents:invalidRange' });
+        if (cr !== undefined && (!r || Number(r[2]) - Number(r[1]) + 1 !== body.length))
+          return json(res, 400, { id: 'urn:error:contents:invalidRange' });
         if (r && r[3] !== '*') c.total = Number(r[3]);
         if (body.length > 0 || !r) c.parts.set(r ? Number(r[1]) : 0, body);
         await this.beforeAnswer(seen);
@@ -134,7 +152,13 @@ export class FakeContentApi {
         return json(res, done ? 201 : 200, { id, content: { id }, 'is-completed': done });
       }
       const c = this.contents.get(m[2]!);
-      if (!c) return json(res, 404, { id: 'urn:error:contents:contentNotFound', 'status-code': 404, message: 'no such content', 'track-id': 't' });
+      if (!c)
+        return json(res, 404, {
+          id: 'urn:error:contents:contentNotFound',
+          'status-code': 404,
+          message: 'no such content',
+          'track-id': 't',
+        });
       if (req.method === 'HEAD') {
         const received = [...c.parts.entries()].sort((a, b) => a[0] - b[0]).map(([s, b]) => `${s}-${s + b.length - 1}`);
         res.writeHead(200, {
@@ -180,6 +204,10 @@ async function drain(req: IncomingMessage): Promise<Buffer> {
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const data = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': data.length, ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': data.length,
+    ...headers,
+  });
   res.end(data);
 }

@@ -6,7 +6,13 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Binary, MongoClient } from 'mongodb';
 import { dnText } from '../certificates/CertificateFacts';
-import { CertUnreadable, MAX_CERTIFICATES, parseCertificates, TooManyCertificates, type ParsedCertificate } from '../certificates/CertificateText';
+import {
+  CertUnreadable,
+  MAX_CERTIFICATES,
+  parseCertificates,
+  TooManyCertificates,
+  type ParsedCertificate,
+} from '../certificates/CertificateText';
 import { ChainValidator } from '../certificates/ChainValidator';
 import { usePkijsEngine } from '../certificates/pkijsEngine';
 import { ApiKeyStore } from '../store/ApiKeyStore';
@@ -58,7 +64,8 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const url = process.env.MONGODB_URL || 'mongodb://127.0.0.1:27017/';
-  const database = process.env.AUTH_MONGODB_DATABASE || process.env.MONGODB_DATABASE || `${process.env.CP_PREFIX || 'local'}-auth`;
+  const database =
+    process.env.AUTH_MONGODB_DATABASE || process.env.MONGODB_DATABASE || `${process.env.CP_PREFIX || 'local'}-auth`;
   const mongo = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
   await mongo.connect();
   try {
@@ -79,7 +86,9 @@ async function main(argv: string[]): Promise<void> {
             // A chain is checked the way sign-in checks it; its intermediates are remembered.
             const verdict = await chains.validate(leaf!, intermediates, now);
             if (!verdict.valid) throw new UsageError(`${file}: the chain does not validate: ${verdict.reason}`);
-            process.stdout.write(`chain of ${leaf!.thumbprint} validated; ${verdict.remembered} intermediate(s) remembered\n`);
+            process.stdout.write(
+              `chain of ${leaf!.thumbprint} validated; ${verdict.remembered} intermediate(s) remembered\n`,
+            );
           }
           leaves.push(leaf!);
         }
@@ -112,7 +121,8 @@ async function main(argv: string[]): Promise<void> {
       }
       case 'cert remove': {
         const thumbprint = requireThumbprint(values.thumbprint);
-        if (!(await new UserRegistry(db).removeCertificate(thumbprint))) throw new NotFound(`no certificate ${thumbprint} is registered`);
+        if (!(await new UserRegistry(db).removeCertificate(thumbprint)))
+          throw new NotFound(`no certificate ${thumbprint} is registered`);
         process.stdout.write(`certificate ${thumbprint} removed\n`);
         break;
       }
@@ -125,12 +135,16 @@ async function main(argv: string[]): Promise<void> {
       case 'trust remove': {
         const thumbprint = requireThumbprint(values.thumbprint);
         if (!(await new TrustStore(db).remove(thumbprint, now)))
-          throw new NotFound(`no trusted certificate ${thumbprint} (chains through it are refused from now on all the same)`);
+          throw new NotFound(
+            `no trusted certificate ${thumbprint} (chains through it are refused from now on all the same)`,
+          );
         process.stdout.write(`trusted certificate ${thumbprint} removed\n`);
         break;
       }
       case 'apikey create': {
-        process.stdout.write(`${await new ApiKeyStore(db).create(values.label ?? '', now, { allowFree: values['allow-free'] === true })}\n`);
+        process.stdout.write(
+          `${await new ApiKeyStore(db).create(values.label ?? '', now, { allowFree: values['allow-free'] === true })}\n`,
+        );
         break;
       }
       case 'trust add': {
@@ -149,7 +163,9 @@ async function main(argv: string[]): Promise<void> {
       }
       case 'trust list': {
         for (const d of await new TrustStore(db).list())
-          process.stdout.write(`${d.kind} ${d._id} ${d.subject}${d.learned ? ' (remembered from a chain that validated)' : ''}\n`);
+          process.stdout.write(
+            `${d.kind} ${d._id} ${d.subject}${d.learned ? ' (remembered from a chain that validated)' : ''}\n`,
+          );
         break;
       }
       default:
@@ -176,7 +192,8 @@ function readCerts(file: string, maxCertificates = MAX_CERTIFICATES): ParsedCert
   try {
     return parseCertificates(readFileSync(file), maxCertificates);
   } catch (error) {
-    if (error instanceof CertUnreadable || error instanceof TooManyCertificates) throw new UsageError(`${file}: not a certificate (${error.message})`);
+    if (error instanceof CertUnreadable || error instanceof TooManyCertificates)
+      throw new UsageError(`${file}: not a certificate (${error.message})`);
     throw error;
   }
 }
@@ -197,7 +214,9 @@ async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   const message =
-    error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound ? error.message : String((error as Error)?.stack ?? error);
+    error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound
+      ? error.message
+      : String((error as Error)?.stack ?? error);
   process.stderr.write(`admin: ${message}\n`);
   process.exit(error instanceof UsageError ? 2 : error instanceof NotFound ? 3 : 1);
 });

@@ -52,12 +52,21 @@ export interface CertificateFacts {
   malformed?: string;
 }
 
-const NAMES: Record<string, string> = { '2.5.4.3': 'CN', '2.5.4.10': 'O', '2.5.4.11': 'OU', '2.5.4.6': 'C', '2.5.4.7': 'L', '2.5.4.8': 'ST' };
+const NAMES: Record<string, string> = {
+  '2.5.4.3': 'CN',
+  '2.5.4.10': 'O',
+  '2.5.4.11': 'OU',
+  '2.5.4.6': 'C',
+  '2.5.4.7': 'L',
+  '2.5.4.8': 'ST',
+};
 
 /** A distinguished name as `CN=..., O=...` (for messages and the admin command line). */
 export function dnText(name: Certificate['subject']): string {
   try {
-    return name.typesAndValues.map((tv) => `${NAMES[tv.type] ?? tv.type}=${String(tv.value?.valueBlock?.value ?? '')}`).join(', ');
+    return name.typesAndValues
+      .map((tv) => `${NAMES[tv.type] ?? tv.type}=${String(tv.value?.valueBlock?.value ?? '')}`)
+      .join(', ');
   } catch {
     return '(unreadable name)';
   }
@@ -86,7 +95,10 @@ export function factsOf(cert: Certificate, der: Buffer): CertificateFacts {
           if (!(bc instanceof BasicConstraints)) throw new Error('basicConstraints');
           facts.isCa = bc.cA === true;
           if (bc.pathLenConstraint !== undefined) {
-            const n = typeof bc.pathLenConstraint === 'number' ? bc.pathLenConstraint : bc.pathLenConstraint.valueBlock.valueDec;
+            const n =
+              typeof bc.pathLenConstraint === 'number'
+                ? bc.pathLenConstraint
+                : bc.pathLenConstraint.valueBlock.valueDec;
             if (!Number.isSafeInteger(n) || n < 0) throw new Error('pathLenConstraint');
             facts.pathLen = n;
           }
@@ -96,7 +108,11 @@ export function factsOf(cert: Certificate, der: Buffer): CertificateFacts {
           const bits = ext.parsedValue as asn1js.BitString | undefined;
           if (!(bits instanceof asn1js.BitString)) throw new Error('keyUsage');
           const first = bits.valueBlock.valueHexView[0] ?? 0;
-          facts.keyUsage = { keyEncipherment: (first & 0x20) !== 0, keyAgreement: (first & 0x08) !== 0, keyCertSign: (first & 0x04) !== 0 };
+          facts.keyUsage = {
+            keyEncipherment: (first & 0x20) !== 0,
+            keyAgreement: (first & 0x08) !== 0,
+            keyCertSign: (first & 0x04) !== 0,
+          };
           break;
         }
         case '2.5.29.14': {

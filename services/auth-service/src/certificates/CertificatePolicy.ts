@@ -9,7 +9,8 @@ export const MIN_RSA_BITS = 2048;
  */
 export function certificateProblem(f: CertificateFacts, now: Date, role: string): string | undefined {
   if (f.malformed) return `${role} "${f.subject}": ${f.malformed}`;
-  if (Number.isNaN(f.notBefore.getTime()) || Number.isNaN(f.notAfter.getTime())) return `${role} "${f.subject}" has an unreadable validity period`;
+  if (Number.isNaN(f.notBefore.getTime()) || Number.isNaN(f.notAfter.getTime()))
+    return `${role} "${f.subject}" has an unreadable validity period`;
   if (now < f.notBefore) return `${role} "${f.subject}" is not valid yet (from ${f.notBefore.toISOString()})`;
   if (now > f.notAfter) return `${role} "${f.subject}" has expired (${f.notAfter.toISOString()})`;
   if (f.keyKind === 'rsa' && (f.rsaBits === undefined || f.rsaBits < MIN_RSA_BITS)) {
@@ -20,7 +21,9 @@ export function certificateProblem(f: CertificateFacts, now: Date, role: string)
 
 /** The signature on a certificate (made by its issuer) must not use a broken hash. */
 export function signatureProblem(f: CertificateFacts, role: string): string | undefined {
-  return f.weakSignature ? `${role} "${f.subject}" is signed with ${f.weakSignature}, which is no longer accepted; use SHA-256 or stronger` : undefined;
+  return f.weakSignature
+    ? `${role} "${f.subject}" is signed with ${f.weakSignature}, which is no longer accepted; use SHA-256 or stronger`
+    : undefined;
 }
 
 /**
@@ -42,7 +45,8 @@ export function leafKeyUsageProblem(f: CertificateFacts): string | undefined {
  */
 export function issuerProblem(f: CertificateFacts, casBelow: number): string | undefined {
   if (!f.isCa) return `the issuer "${f.subject}" is not a CA (basicConstraints cA is not true)`;
-  if (f.keyUsage && !f.keyUsage.keyCertSign) return `the issuer "${f.subject}" may not sign certificates (keyUsage lacks keyCertSign)`;
+  if (f.keyUsage && !f.keyUsage.keyCertSign)
+    return `the issuer "${f.subject}" may not sign certificates (keyUsage lacks keyCertSign)`;
   if (f.pathLen !== undefined && casBelow > f.pathLen) {
     return `the issuer "${f.subject}" allows ${f.pathLen} intermediate CA certificate(s) below it (pathLenConstraint) but the chain has ${casBelow}`;
   }

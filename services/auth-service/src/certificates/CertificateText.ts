@@ -40,7 +40,9 @@ export function parseCertificates(body: Buffer, maxCertificates = MAX_CERTIFICAT
     let count = 0;
     for (let at = body.indexOf(BEGIN); at !== -1; at = body.indexOf(BEGIN, at + BEGIN.length)) {
       if (++count > maxCertificates)
-        throw new TooManyCertificates(`the body holds more than ${maxCertificates} certificates; send the certificate and its intermediates only`);
+        throw new TooManyCertificates(
+          `the body holds more than ${maxCertificates} certificates; send the certificate and its intermediates only`,
+        );
     }
   }
   const ders: Buffer[] = [];
@@ -65,7 +67,8 @@ export const MAX_CERTIFICATE_BYTES = 64 * 1024;
 
 export function parseDer(der: Buffer): ParsedCertificate {
   // Decoding cost grows with the element count: a 2 MiB body of tiny elements costs ~70 ms.
-  if (der.length > MAX_CERTIFICATE_BYTES) throw new CertUnreadable(`larger than ${MAX_CERTIFICATE_BYTES} bytes: not a certificate`);
+  if (der.length > MAX_CERTIFICATE_BYTES)
+    throw new CertUnreadable(`larger than ${MAX_CERTIFICATE_BYTES} bytes: not a certificate`);
   let cert: Certificate;
   let facts: CertificateFacts;
   try {
@@ -87,6 +90,7 @@ export function thumbprintOf(der: Buffer): string {
 
 function decodeBase64(text: string): Buffer {
   const clean = text.replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 !== 0 || clean.length === 0) throw new CertUnreadable('bad base64');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean) || clean.length % 4 !== 0 || clean.length === 0)
+    throw new CertUnreadable('bad base64');
   return Buffer.from(clean, 'base64');
 }

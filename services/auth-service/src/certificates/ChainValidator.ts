@@ -3,7 +3,8 @@ import { dnText } from './CertificateFacts';
 import type { ParsedCertificate } from './CertificateText';
 import { buildPath, DEFAULT_PATH_LIMITS, type PathLimits, type PathVerdict } from './PathBuilder';
 
-export type ChainVerdict = { valid: true; path: ParsedCertificate[]; remembered: number } | { valid: false; reason: string };
+export type ChainVerdict =
+  { valid: true; path: ParsedCertificate[]; remembered: number } | { valid: false; reason: string };
 
 /**
  * Validates a leaf with the intermediates a client (or the operator) sent against the trust

@@ -30,7 +30,9 @@ export interface PathLimits {
 
 export const DEFAULT_PATH_LIMITS: PathLimits = { maxDepth: 8, maxSignatureChecks: 16, maxSteps: 500, budgetMs: 150 };
 
-export type PathVerdict = { valid: true; /** leaf first, the trusted root last */ path: ParsedCertificate[] } | { valid: false; reason: string };
+export type PathVerdict =
+  | { valid: true; /** leaf first, the trusted root last */ path: ParsedCertificate[] }
+  | { valid: false; reason: string };
 
 /** What a client or operator can do when an issuer cannot be found. */
 export const MISSING_ISSUER_ADVICE =
@@ -43,10 +45,17 @@ export const MISSING_ISSUER_ADVICE =
  * is used at most once per path, the depth, the signature checks and the time are capped. Every
  * certificate must be valid at `now` and meet the policy; the root's self-signature is not checked.
  */
-export async function buildPath(leaf: ParsedCertificate, sources: PathSources, now: Date, limits: PathLimits = DEFAULT_PATH_LIMITS): Promise<PathVerdict> {
+export async function buildPath(
+  leaf: ParsedCertificate,
+  sources: PathSources,
+  now: Date,
+  limits: PathLimits = DEFAULT_PATH_LIMITS,
+): Promise<PathVerdict> {
   usePkijsEngine();
   const leafProblem =
-    certificateProblem(leaf.facts, now, 'the certificate') ?? signatureProblem(leaf.facts, 'the certificate') ?? leafKeyUsageProblem(leaf.facts);
+    certificateProblem(leaf.facts, now, 'the certificate') ??
+    signatureProblem(leaf.facts, 'the certificate') ??
+    leafKeyUsageProblem(leaf.facts);
   if (leafProblem) return { valid: false, reason: leafProblem };
   if (sources.roots.length === 0) return { valid: false, reason: 'no trusted root is configured' };
 
@@ -89,7 +98,10 @@ export async function buildPath(leaf: ParsedCertificate, sources: PathSources, n
         verified.set(pair, ok);
       }
       if (!ok) {
-        fail(i + 1, `the signature on "${child.facts.subject}" does not verify with the key of "${issuer.facts.subject}"`);
+        fail(
+          i + 1,
+          `the signature on "${child.facts.subject}" does not verify with the key of "${issuer.facts.subject}"`,
+        );
         return false;
       }
     }
@@ -101,9 +113,14 @@ export async function buildPath(leaf: ParsedCertificate, sources: PathSources, n
   const extend = async (path: ParsedCertificate[], visited: Set<string>): Promise<ParsedCertificate[] | undefined> => {
     const child = path[path.length - 1]!;
     const depth = path.length; // issuers above the leaf once a candidate is added
-    const candidates = (bySubject.get(child.facts.issuerKey) ?? []).filter((c) => !(child.facts.aki && c.facts.ski && child.facts.aki !== c.facts.ski));
+    const candidates = (bySubject.get(child.facts.issuerKey) ?? []).filter(
+      (c) => !(child.facts.aki && c.facts.ski && child.facts.aki !== c.facts.ski),
+    );
     if (candidates.length === 0) {
-      fail(depth, `the issuer "${child.facts.issuer}" of "${child.facts.subject}" is not known: ${MISSING_ISSUER_ADVICE}`);
+      fail(
+        depth,
+        `the issuer "${child.facts.issuer}" of "${child.facts.subject}" is not known: ${MISSING_ISSUER_ADVICE}`,
+      );
       return undefined;
     }
     if (depth > limits.maxDepth) {

@@ -8,7 +8,10 @@ export function usePkijsEngine(): typeof pkijs {
   if (!installed) {
     pkijs.setEngine(
       'node',
-      new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'] }),
+      new pkijs.CryptoEngine({
+        name: 'node',
+        crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'],
+      }),
     );
     installed = true;
   }

@@ -21,7 +21,14 @@ export interface Challenge {
  */
 export class CertificateSignIn {
   constructor(
-    private readonly deps: { users: UserRegistry; chains: ChainValidator; rnds: RndStore; sessions: SessionCreator; clock: Clock; logger: Logger },
+    private readonly deps: {
+      users: UserRegistry;
+      chains: ChainValidator;
+      rnds: RndStore;
+      sessions: SessionCreator;
+      clock: Clock;
+      logger: Logger;
+    },
     private readonly opts: { rndTtlSeconds: number },
   ) {}
 
@@ -35,7 +42,8 @@ export class CertificateSignIn {
       certs = parseCertificates(body);
     } catch (error) {
       if (error instanceof CertUnreadable) throw ServiceError.of('CertUnreadable');
-      if (error instanceof TooManyCertificates) throw ServiceError.of('CertNotValid', `the certificate is not valid: ${error.message}`);
+      if (error instanceof TooManyCertificates)
+        throw ServiceError.of('CertNotValid', `the certificate is not valid: ${error.message}`);
       throw error;
     }
     const [leaf, ...rest] = certs;
@@ -64,7 +72,13 @@ export class CertificateSignIn {
       if (error instanceof UnsupportedKey) throw ServiceError.of('CertNotValid', error.message);
       throw error;
     }
-    await this.deps.rnds.put(registered.userId, rnd, leaf!.thumbprint, new Date(now.getTime() + this.opts.rndTtlSeconds * 1000), this.opts.rndTtlSeconds);
+    await this.deps.rnds.put(
+      registered.userId,
+      rnd,
+      leaf!.thumbprint,
+      new Date(now.getTime() + this.opts.rndTtlSeconds * 1000),
+      this.opts.rndTtlSeconds,
+    );
     rnd.fill(0);
     return { encryptedKey, thumbprint: leaf!.thumbprint };
   }

@@ -23,14 +23,19 @@ export async function envelopeFor(cert: Certificate, rnd: Uint8Array): Promise<B
   if (keyAlgorithm === RSA) {
     enveloped.addRecipientByCertificate(cert, { oaepHashAlgorithm: 'SHA-256' }, 1);
   } else if (keyAlgorithm === EC) {
-    const params = cert.subjectPublicKeyInfo.algorithm.algorithmParams as { valueBlock?: { toString(): string } } | undefined;
+    const params = cert.subjectPublicKeyInfo.algorithm.algorithmParams as
+      { valueBlock?: { toString(): string } } | undefined;
     const curve = params?.valueBlock?.toString();
-    if (!curve || !SUPPORTED_CURVES.has(curve)) throw new UnsupportedKey(`EC curve ${curve ?? '(none)'} is not supported; use P-256, P-384 or P-521`);
+    if (!curve || !SUPPORTED_CURVES.has(curve))
+      throw new UnsupportedKey(`EC curve ${curve ?? '(none)'} is not supported; use P-256, P-384 or P-521`);
     enveloped.addRecipientByCertificate(cert, { kdfAlgorithm: 'SHA-256', kekEncryptionLength: 256 }, 2);
   } else {
     throw new UnsupportedKey(`key algorithm ${keyAlgorithm} is not supported; use RSA or EC`);
   }
-  await enveloped.encrypt({ name: 'AES-CBC', length: 256 } as Parameters<EnvelopedData['encrypt']>[0], new Uint8Array(rnd).buffer);
+  await enveloped.encrypt(
+    { name: 'AES-CBC', length: 256 } as Parameters<EnvelopedData['encrypt']>[0],
+    new Uint8Array(rnd).buffer,
+  );
   const info = new ContentInfo({ contentType: ContentInfo.ENVELOPED_DATA, content: enveloped.toSchema() });
   return Buffer.from(info.toSchema().toBER(false));
 }

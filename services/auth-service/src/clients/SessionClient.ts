@@ -20,14 +20,16 @@ export class HttpSessionClient implements SessionCreator {
       baseUrl,
       secret,
       timeoutMs: 10_000,
-      unavailable: (cause) => ServiceError.of('CreateSessionError', 'the session service does not answer; retry later', { cause }),
+      unavailable: (cause) =>
+        ServiceError.of('CreateSessionError', 'the session service does not answer; retry later', { cause }),
     });
   }
 
   async create(userId: string, owners: string[], thumbprint: string): Promise<SessionPair> {
     const res = await this.client.post('/internal/sessions', { userId, owners, thumbprint });
     if (res.status === 503) throw ServiceError.of('CreateSessionError');
-    if (res.status !== 201) throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
+    if (res.status !== 201)
+      throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });
     const body = JSON.parse(res.body) as Partial<SessionPair>;
     if (typeof body.Sid !== 'string' || typeof body.RefreshToken !== 'string')
       throw ServiceError.of('CreateSessionError', 'the session could not be created', { status: 500 });

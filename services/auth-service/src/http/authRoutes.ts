@@ -20,7 +20,8 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     const started = process.hrtime.bigint();
     // The time this service spent on the request, body included (clients and tests read it).
     const timed = (): void => {
-      if (!res.headersSent) res.setHeader('Server-Timing', `auth;dur=${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(1)}`);
+      if (!res.headersSent)
+        res.setHeader('Server-Timing', `auth;dur=${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(1)}`);
     };
     const body = m[2] === 'authenticate-by-cert' ? certificateBody : rndBody;
     body(req, res, (error?: unknown) => {
@@ -57,7 +58,10 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     const base = publicBaseUrl ?? baseFromRequest(req);
     return {
       EncryptedKey: challenge.encryptedKey.toString('base64'),
-      Link: { Rel: 'approve-cert', Href: `${base.replace(/\/+$/, '')}/auth/${version}/approve-cert?thumbprint=${challenge.thumbprint}` },
+      Link: {
+        Rel: 'approve-cert',
+        Href: `${base.replace(/\/+$/, '')}/auth/${version}/approve-cert?thumbprint=${challenge.thumbprint}`,
+      },
     };
   }
 
@@ -84,7 +88,9 @@ function query(req: Request, name: string): string | undefined {
 
 function apiKeyOf(req: Request): string | undefined {
   const header = req.headers[headerKey(HEADERS.apiKey)];
-  return query(req, 'apiKey') ?? query(req, 'api-key') ?? (typeof header === 'string' && header !== '' ? header : undefined);
+  return (
+    query(req, 'apiKey') ?? query(req, 'api-key') ?? (typeof header === 'string' && header !== '' ? header : undefined)
+  );
 }
 
 function bodyOf(req: Request): Buffer | undefined {

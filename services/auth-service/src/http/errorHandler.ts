@@ -5,7 +5,10 @@ import { codeErrorHandler } from '@cp/service-kit';
 /** Error body of /auth: `{"Code","Message"}`; a body over the limit is 413 `BodyTooLarge`, other 4xx of express 400. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return codeErrorHandler(logger, {
-    unavailable: { database: 'the user registry does not answer; retry later', cache: 'the challenge store does not answer; retry later' },
+    unavailable: {
+      database: 'the user registry does not answer; retry later',
+      cache: 'the challenge store does not answer; retry later',
+    },
     clientErrors: 'as400',
   });
 }

@@ -17,12 +17,20 @@ export function internalRoutes(apiKeys: ApiKeyStore, users: UserRegistry): Route
   // registered? A verdict is always 200; only a failure to find out is an error status.
   router.post('/registrations/check', async (req, res) => {
     const { userId, thumbprint } = (req.body ?? {}) as { userId?: unknown; thumbprint?: unknown };
-    if (typeof userId !== 'string' || !userId || (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint)))) {
+    if (
+      typeof userId !== 'string' ||
+      !userId ||
+      (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint)))
+    ) {
       throw ServiceError.of('MissingParameters', 'send {"userId": "...", "thumbprint": "<sha-1 hex, optional>"}');
     }
-    const [user, cert] = await Promise.all([users.user(userId), thumbprint === undefined ? null : users.certificate(thumbprint)]);
+    const [user, cert] = await Promise.all([
+      users.user(userId),
+      thumbprint === undefined ? null : users.certificate(thumbprint),
+    ]);
     if (!user) return void res.status(200).json({ registered: false, reason: 'UserRemoved' });
-    if (thumbprint !== undefined && (!cert || cert.userId !== user._id)) return void res.status(200).json({ registered: false, reason: 'CertificateRemoved' });
+    if (thumbprint !== undefined && (!cert || cert.userId !== user._id))
+      return void res.status(200).json({ registered: false, reason: 'CertificateRemoved' });
     res.status(200).json({ registered: true, owners: user.owners });
   });
   return router;

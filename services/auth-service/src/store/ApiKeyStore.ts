@@ -32,7 +32,12 @@ export class ApiKeyStore {
    */
   async create(label: string, now: Date, opts: { allowFree?: boolean } = {}): Promise<string> {
     const key = randomBytes(32).toString('hex');
-    await this.docs.insertOne({ _id: hashOf(key), label, createdAt: now, ...(opts.allowFree ? { allowFree: true } : {}) });
+    await this.docs.insertOne({
+      _id: hashOf(key),
+      label,
+      createdAt: now,
+      ...(opts.allowFree ? { allowFree: true } : {}),
+    });
     return key;
   }
 

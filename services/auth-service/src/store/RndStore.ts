@@ -16,7 +16,9 @@ export class RndStore {
 
   /** Stores the rnd for a user, replacing any earlier one. */
   async put(userId: string, rnd: Uint8Array, thumbprint: string, expiresAt: Date, ttlSeconds: number): Promise<void> {
-    await redisCall(this.redis, (r) => r.rndPut(key(userId), digest(rnd), thumbprint, String(expiresAt.getTime()), String(ttlSeconds + 60)));
+    await redisCall(this.redis, (r) =>
+      r.rndPut(key(userId), digest(rnd), thumbprint, String(expiresAt.getTime()), String(ttlSeconds + 60)),
+    );
   }
 
   /**
@@ -24,7 +26,9 @@ export class RndStore {
    * same bytes finds nothing); a mismatch counts a try and drops the rnd at the limit.
    */
   async approve(userId: string, candidate: Uint8Array, thumbprint: string, now: Date): Promise<ApproveOutcome> {
-    const reply = await redisCall(this.redis, (r) => r.rndApprove(key(userId), digest(candidate), thumbprint, String(now.getTime()), String(this.maxTries)));
+    const reply = await redisCall(this.redis, (r) =>
+      r.rndApprove(key(userId), digest(candidate), thumbprint, String(now.getTime()), String(this.maxTries)),
+    );
     return reply as ApproveOutcome;
   }
 }
@@ -64,4 +68,7 @@ return 'wrong'
 `;
 
 /** The scripts, for connectRedis (run by SHA-1, sent whole only when the server lacks them). */
-export const RND_SCRIPTS: { rndPut: KeyScript; rndApprove: KeyScript } = { rndPut: keyScript(PUT), rndApprove: keyScript(APPROVE) };
+export const RND_SCRIPTS: { rndPut: KeyScript; rndApprove: KeyScript } = {
+  rndPut: keyScript(PUT),
+  rndApprove: keyScript(APPROVE),
+};

@@ -68,7 +68,10 @@ export class TrustStore {
     if (this.cached && Date.now() - this.cached.at < maxAgeMs) return this.cached.anchors;
     // The revision first: a change landing during the read below is seen as a change next time.
     const rev = await this.currentRevision();
-    const [docs, removed] = await Promise.all([this.docs.find({}).toArray(), this.removedDocs.find({}, { projection: { _id: 1 } }).toArray()]);
+    const [docs, removed] = await Promise.all([
+      this.docs.find({}).toArray(),
+      this.removedDocs.find({}, { projection: { _id: 1 } }).toArray(),
+    ]);
     const anchors: TrustAnchors = { roots: [], intermediates: [], removed: new Set(removed.map((d) => d._id)) };
     const decoded = new Map<string, ParsedCertificate>();
     for (const doc of docs) {
@@ -116,12 +119,24 @@ export class TrustStore {
    * Remembers intermediates that just validated up to a registered root, so that a later
    * leaf-only body finds them. Never overwrites what is there.
    */
-  async remember(intermediates: ParsedCertificate[], subjectOf: (c: ParsedCertificate) => string, now: Date): Promise<number> {
+  async remember(
+    intermediates: ParsedCertificate[],
+    subjectOf: (c: ParsedCertificate) => string,
+    now: Date,
+  ): Promise<number> {
     let added = 0;
     for (const c of intermediates) {
       const result = await this.docs.updateOne(
         { _id: c.thumbprint },
-        { $setOnInsert: { kind: 'intermediate', subject: subjectOf(c), der: new Binary(c.der), addedAt: now, learned: true } },
+        {
+          $setOnInsert: {
+            kind: 'intermediate',
+            subject: subjectOf(c),
+            der: new Binary(c.der),
+            addedAt: now,
+            learned: true,
+          },
+        },
         { upsert: true },
       );
       added += result.upsertedCount;

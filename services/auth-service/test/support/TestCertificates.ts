@@ -4,7 +4,14 @@
 // come from test-e2e/support/pki.ts (openssl) instead.
 import { createHash, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { AttributeTypeAndValue, AuthorityKeyIdentifier, BasicConstraints, Certificate, Extension, RelativeDistinguishedNames } from 'pkijs';
+import {
+  AttributeTypeAndValue,
+  AuthorityKeyIdentifier,
+  BasicConstraints,
+  Certificate,
+  Extension,
+  RelativeDistinguishedNames,
+} from 'pkijs';
 import { usePkijsEngine } from '../../src/certificates/pkijsEngine';
 
 const subtle = webcrypto.subtle;
@@ -46,7 +53,13 @@ export interface CertOptions {
   issuerName?: string;
 }
 
-const BITS: Record<string, number> = { digitalSignature: 0x80, keyEncipherment: 0x20, keyAgreement: 0x08, keyCertSign: 0x04, cRLSign: 0x02 };
+const BITS: Record<string, number> = {
+  digitalSignature: 0x80,
+  keyEncipherment: 0x20,
+  keyAgreement: 0x08,
+  keyCertSign: 0x04,
+  cRLSign: 0x02,
+};
 
 export async function newKey(spec: KeySpec = { kind: 'ec' }, hash: 'SHA-1' | 'SHA-256' = 'SHA-256'): Promise<TestKey> {
   usePkijsEngine();
@@ -66,7 +79,10 @@ function nameOf(cn: string): RelativeDistinguishedNames {
   return new RelativeDistinguishedNames({
     typesAndValues: [
       new AttributeTypeAndValue({ type: '2.5.4.3', value: new asn1js.Utf8String({ value: cn }) }),
-      new AttributeTypeAndValue({ type: '2.5.4.10', value: new asn1js.Utf8String({ value: 'Content Platform Tests' }) }),
+      new AttributeTypeAndValue({
+        type: '2.5.4.10',
+        value: new asn1js.Utf8String({ value: 'Content Platform Tests' }),
+      }),
     ],
   });
 }
@@ -91,26 +107,42 @@ export async function makeCert(name: string, issuer: MadeCert | 'self', opts: Ce
   await cert.subjectPublicKeyInfo.importKey(key.publicKey);
   const extensions: Extension[] = [];
   if (opts.ca !== undefined) {
-    const bc = new BasicConstraints({ cA: opts.ca, ...(opts.pathLen !== undefined ? { pathLenConstraint: opts.pathLen } : {}) });
-    extensions.push(new Extension({ extnID: '2.5.29.19', critical: true, extnValue: bc.toSchema().toBER(false), parsedValue: bc }));
+    const bc = new BasicConstraints({
+      cA: opts.ca,
+      ...(opts.pathLen !== undefined ? { pathLenConstraint: opts.pathLen } : {}),
+    });
+    extensions.push(
+      new Extension({ extnID: '2.5.29.19', critical: true, extnValue: bc.toSchema().toBER(false), parsedValue: bc }),
+    );
   }
   const usage = opts.keyUsage ?? (opts.ca ? ['keyCertSign', 'cRLSign'] : undefined);
   if (usage) {
     const byte = usage.reduce((b, u) => b | BITS[u]!, 0);
     const bits = new asn1js.BitString({ valueHex: new Uint8Array([byte]).buffer, unusedBits: 0 });
-    extensions.push(new Extension({ extnID: '2.5.29.15', critical: true, extnValue: bits.toBER(false), parsedValue: bits }));
+    extensions.push(
+      new Extension({ extnID: '2.5.29.15', critical: true, extnValue: bits.toBER(false), parsedValue: bits }),
+    );
   }
   if (!opts.noKeyIds) {
     const ski = new asn1js.OctetString({ valueHex: new Uint8Array(key.ski).buffer });
     extensions.push(new Extension({ extnID: '2.5.29.14', extnValue: ski.toBER(false), parsedValue: ski }));
-    const aki = new AuthorityKeyIdentifier({ keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(signer.ski).buffer }) });
+    const aki = new AuthorityKeyIdentifier({
+      keyIdentifier: new asn1js.OctetString({ valueHex: new Uint8Array(signer.ski).buffer }),
+    });
     extensions.push(new Extension({ extnID: '2.5.29.35', extnValue: aki.toSchema().toBER(false), parsedValue: aki }));
   }
   if (extensions.length) cert.extensions = extensions;
   await cert.sign(signer.privateKey, opts.hash ?? 'SHA-256');
   const der = Buffer.from(cert.toSchema(true).toBER(false));
   const parsed = new Certificate({ schema: asn1js.fromBER(new Uint8Array(der).buffer).result });
-  return { name, key, cert: parsed, der, pem: pemOf(der), thumbprint: createHash('sha1').update(der).digest('hex').toUpperCase() };
+  return {
+    name,
+    key,
+    cert: parsed,
+    der,
+    pem: pemOf(der),
+    thumbprint: createHash('sha1').update(der).digest('hex').toUpperCase(),
+  };
 }
 
 export function pemOf(der: Buffer): string {
@@ -121,7 +153,8 @@ export function pemOf(der: Buffer): string {
 }
 
 /** A root CA (self-signed, cA true, keyCertSign). */
-export const makeRoot = (name: string, opts: CertOptions = {}): Promise<MadeCert> => makeCert(name, 'self', { ca: true, ...opts });
+export const makeRoot = (name: string, opts: CertOptions = {}): Promise<MadeCert> =>
+  makeCert(name, 'self', { ca: true, ...opts });
 
 /** A user certificate as sign-in expects it (keyAgreement for EC, keyEncipherment for RSA). */
 export const makeLeaf = (name: string, issuer: MadeCert, opts: CertOptions = {}): Promise<MadeCert> =>
@@ -131,7 +164,9 @@ export const makeLeaf = (name: string, issuer: MadeCert, opts: CertOptions = {})
  * The cross-signed loop that made pkijs spin: CA A and CA B each certified by the other (same
  * names and keys as their self-signed selves), and a leaf issued by A.
  */
-export async function crossSignedLoop(prefix = 'Loop'): Promise<{ leaf: MadeCert; aByB: MadeCert; bByA: MadeCert; a: MadeCert; b: MadeCert }> {
+export async function crossSignedLoop(
+  prefix = 'Loop',
+): Promise<{ leaf: MadeCert; aByB: MadeCert; bByA: MadeCert; a: MadeCert; b: MadeCert }> {
   const a = await makeRoot(`${prefix} CA A`);
   const b = await makeRoot(`${prefix} CA B`);
   const aByB = await makeCert(a.name, b, { ca: true, key: a.key });

@@ -15,14 +15,16 @@ export class HttpSessionValidator implements SessionValidator {
       baseUrl,
       secret,
       timeoutMs,
-      unavailable: (cause) => ServiceError.of('sessionServiceUnavailable', 'the session service does not answer; retry later', { cause }),
+      unavailable: (cause) =>
+        ServiceError.of('sessionServiceUnavailable', 'the session service does not answer; retry later', { cause }),
     });
   }
 
   async validate(sid: string): Promise<Principal | null> {
     const answer = await this.client.post('/internal/sessions/validate', { sid });
     if (answer.status === 404 || answer.status === 401) return null;
-    if (answer.status !== 200) throw ServiceError.of('sessionServiceUnavailable', `the session service answered ${answer.status}`);
+    if (answer.status !== 200)
+      throw ServiceError.of('sessionServiceUnavailable', `the session service answered ${answer.status}`);
     const body = JSON.parse(answer.body) as { userId: string; owners: string[] };
     return { kind: 'session', subject: body.userId, owners: body.owners.map((o) => o.toLowerCase()) };
   }

@@ -19,7 +19,9 @@ export interface Download {
 }
 
 /** What HEAD tells: a finished content's object, or an unfinished upload's received ranges. */
-export type ContentStatus = { state: 'ready'; info: ObjectInfo } | { state: 'uploading'; record: UploadRecord; total: number | null; received: ByteRange[] };
+export type ContentStatus =
+  | { state: 'ready'; info: ObjectInfo }
+  | { state: 'uploading'; record: UploadRecord; total: number | null; received: ByteRange[] };
 
 /**
  * Serves finished contents straight from S3: their object is their record, so a GET is one
@@ -76,7 +78,9 @@ export class DownloadService {
     const info = await this.objects.head(key);
     if (!info) {
       const record = await this.miss(ownerId, id);
-      throw record === 'ready' ? ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`) : ServiceError.of('contentNotReady');
+      throw record === 'ready'
+        ? ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`)
+        : ServiceError.of('contentNotReady');
     }
     const total = info.contentLength;
     const resolved = resolveRange(range, total);
@@ -85,13 +89,22 @@ export class DownloadService {
     return this.answer(range, total, { ...stored, info }, resolved.start);
   }
 
-  private answer(range: RangeRequest | null, total: number, got: StoredObject & { info: ObjectInfo }, start: number): Download {
+  private answer(
+    range: RangeRequest | null,
+    total: number,
+    got: StoredObject & { info: ObjectInfo },
+    start: number,
+  ): Download {
     const info = { ...got.info, contentLength: total };
     if (range?.form === 'legacy' && range.total !== null && range.total !== total) {
       got.body.destroy();
-      throw ServiceError.of('rangeTotalMismatch', `the range names a total of ${range.total} bytes; the content has ${total}`, {
-        headers: { 'Content-Range': `bytes */${total}` },
-      });
+      throw ServiceError.of(
+        'rangeTotalMismatch',
+        `the range names a total of ${range.total} bytes; the content has ${total}`,
+        {
+          headers: { 'Content-Range': `bytes */${total}` },
+        },
+      );
     }
     const length = got.contentLength;
     if (length === 0) got.body.destroy();
@@ -128,7 +141,9 @@ function toS3Range(range: RangeRequest): string | undefined {
 function notSatisfiable(total: number): ServiceError {
   return ServiceError.of(
     'rangeNotSatisfiable',
-    total === 0 ? 'the content is empty: no range of it can be served; GET it without Range' : `the content has ${total} bytes; the range starts past its end`,
+    total === 0
+      ? 'the content is empty: no range of it can be served; GET it without Range'
+      : `the content has ${total} bytes; the range starts past its end`,
     { headers: { 'Content-Range': `bytes */${total}` } },
   );
 }

@@ -19,7 +19,14 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
   router.post('/:ownerId/contents', async (req, res) => {
     const ownerId = requireOwner(req);
     const timings = timingsOf(res);
-    const outcome = await uploads.write({ ...readWriteHeaders(req), ownerId, contentId: null, uploader: uploaderOf(req), body: req, timings });
+    const outcome = await uploads.write({
+      ...readWriteHeaders(req),
+      ownerId,
+      contentId: null,
+      uploader: uploaderOf(req),
+      body: req,
+      timings,
+    });
     res.setHeader('Server-Timing', timings.header());
     sendJson(res, 201, { id: outcome.id });
   });
@@ -30,9 +37,20 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const headers = readWriteHeaders(req);
     if (headers.range === null) throw ServiceError.of('missingContentRange');
     const timings = timingsOf(res);
-    const outcome = await uploads.write({ ...headers, ownerId, contentId, uploader: uploaderOf(req), body: req, timings });
+    const outcome = await uploads.write({
+      ...headers,
+      ownerId,
+      contentId,
+      uploader: uploaderOf(req),
+      body: req,
+      timings,
+    });
     res.setHeader('Server-Timing', timings.header());
-    sendJson(res, outcome.completedNow ? 201 : 200, { id: outcome.id, content: { id: outcome.id }, 'is-completed': outcome.completed });
+    sendJson(res, outcome.completedNow ? 201 : 200, {
+      id: outcome.id,
+      content: { id: outcome.id },
+      'is-completed': outcome.completed,
+    });
   });
 
   // Upload status for resuming clients; for a ready content, the headers of a GET without its body.
@@ -63,7 +81,11 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const download = await downloads.open(ownerId, contentId, range, abort.signal);
     res.status(download.status);
     setObjectHeaders(res, download.info, download.length);
-    if (download.range) res.setHeader('Content-Range', `bytes ${download.range.start}-${download.range.end}/${download.info.contentLength}`);
+    if (download.range)
+      res.setHeader(
+        'Content-Range',
+        `bytes ${download.range.start}-${download.range.end}/${download.info.contentLength}`,
+      );
     if (!download.body) {
       res.end();
       return;
@@ -94,7 +116,8 @@ function requireOwner(req: Request): string {
   const ownerId = requireUuid(String(req.params.ownerId), 'ownerId');
   const principal = req.principal;
   if (!principal) throw ServiceError.of('missingCredentials', 'no credentials');
-  if (!principal.owners.includes(ownerId)) throw ServiceError.of('ownerForbidden', `these credentials may not act for owner ${ownerId}`);
+  if (!principal.owners.includes(ownerId))
+    throw ServiceError.of('ownerForbidden', `these credentials may not act for owner ${ownerId}`);
   return ownerId;
 }
 

@@ -33,7 +33,13 @@ export class BookCommits {
   /** Applies `change` in the upload's next version; `timings` gets the wait (`lock`) and the commit (`commit`). */
   commit<T>(contentId: string, change: (view: BookView) => Promise<T>, timings?: StageTimings): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = { change, resolve: resolve as (v: unknown) => void, reject, timings, queuedAt: performance.now() };
+      const entry: Pending = {
+        change,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+        timings,
+        queuedAt: performance.now(),
+      };
       const queue = this.queues.get(contentId);
       if (queue) {
         queue.push(entry);
@@ -55,7 +61,9 @@ export class BookCommits {
       for (const entry of batch) entry.timings?.add('lock', startedAt - entry.queuedAt);
       try {
         const outcomes = await this.applyUntilCommitted(contentId, batch);
-        batch.forEach((entry, i) => (outcomes[i]!.ok ? entry.resolve(outcomes[i]!.value) : entry.reject(outcomes[i]!.value)));
+        batch.forEach((entry, i) =>
+          outcomes[i]!.ok ? entry.resolve(outcomes[i]!.value) : entry.reject(outcomes[i]!.value),
+        );
       } catch (error) {
         for (const entry of batch) entry.reject(error);
       } finally {
@@ -123,7 +131,12 @@ function snapshot(state: UploadState, parts: Map<number, PartRanges>): Snapshot 
 }
 
 /** Puts the documents back as they were before a change that failed (parts it loaded: as loaded). */
-function restore(before: Snapshot, pristine: Map<number, PartRanges>, state: UploadState, parts: Map<number, PartRanges>): void {
+function restore(
+  before: Snapshot,
+  pristine: Map<number, PartRanges>,
+  state: UploadState,
+  parts: Map<number, PartRanges>,
+): void {
   Object.assign(state, before.state);
   for (const [k, part] of parts) Object.assign(part, structuredClone(before.parts.get(k) ?? pristine.get(k)!));
 }

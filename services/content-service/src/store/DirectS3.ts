@@ -34,7 +34,10 @@ export interface DirectCall {
  */
 export class DirectS3 {
   private target: Promise<Target> | null = null;
-  private readonly agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
+  private readonly agents = {
+    http: new HttpAgent({ keepAlive: true, maxSockets: 256 }),
+    https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }),
+  };
 
   constructor(
     private readonly s3: S3Client,
@@ -53,19 +56,30 @@ export class DirectS3 {
     const t = await this.target;
     const path = t.prefix + call.key.split('/').map(encodeURIComponent).join('/');
     const headers = { host: t.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...call.headers };
-    const signed = await t.signer.sign({ method: call.method, protocol: t.protocol, hostname: t.hostname, port: t.port, path, headers, query: {} });
+    const signed = await t.signer.sign({
+      method: call.method,
+      protocol: t.protocol,
+      hostname: t.hostname,
+      port: t.port,
+      path,
+      headers,
+      query: {},
+    });
     const send = t.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<IncomingMessage>((resolve, reject) => {
       const agent = t.protocol === 'https:' ? this.agents.https : this.agents.http;
-      const req = send({ agent, method: call.method, hostname: t.hostname, port: t.port, path, headers: signed.headers, signal }, (res) => {
-        const status = res.statusCode ?? 500;
-        if (status < 300) return resolve(res);
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text = text.length < 4096 ? text + chunk : text));
-        res.on('end', () => reject(new S3Refusal(status, /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? '')));
-        res.on('error', reject);
-      });
+      const req = send(
+        { agent, method: call.method, hostname: t.hostname, port: t.port, path, headers: signed.headers, signal },
+        (res) => {
+          const status = res.statusCode ?? 500;
+          if (status < 300) return resolve(res);
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (text = text.length < 4096 ? text + chunk : text));
+          res.on('end', () => reject(new S3Refusal(status, /<Code>([^<]*)<\/Code>/.exec(text)?.[1] ?? '')));
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       if (call.body) call.body.pipe(req);
       else req.end();
@@ -100,8 +114,22 @@ async function resolveTarget(s3: S3Client, bucket: string): Promise<Target> {
   // As the SDK: the bucket in the host where DNS (and TLS) allow it.
   const pathStyle = s3.config.forcePathStyle === true || !/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/.test(bucket);
   const hostname = pathStyle ? base : `${bucket}.${base}`;
-  const signer = new SignatureV4({ credentials: s3.config.credentials, region, service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false });
-  return { protocol, hostname, port, host: port ? `${hostname}:${port}` : hostname, prefix: pathStyle ? `${basePath}/${bucket}/` : `${basePath}/`, signer };
+  const signer = new SignatureV4({
+    credentials: s3.config.credentials,
+    region,
+    service: 's3',
+    sha256: Sha256,
+    uriEscapePath: false,
+    applyChecksum: false,
+  });
+  return {
+    protocol,
+    hostname,
+    port,
+    host: port ? `${hostname}:${port}` : hostname,
+    prefix: pathStyle ? `${basePath}/${bucket}/` : `${basePath}/`,
+    signer,
+  };
 }
 
 /** SHA-256 and HMAC-SHA256 as the signer asks for them. */
@@ -125,5 +153,7 @@ class Sha256 {
 
 function binary(data: string | ArrayBuffer | ArrayBufferView): BinaryLike {
   if (typeof data === 'string') return data;
-  return ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : new Uint8Array(data);
+  return ArrayBuffer.isView(data)
+    ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+    : new Uint8Array(data);
 }

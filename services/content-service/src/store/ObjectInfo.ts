@@ -15,7 +15,8 @@ export interface ObjectInfo {
 /** What S3's answer to a HeadObject or GetObject says of the object; `contentLength` is the whole object's. */
 export function infoOf(res: IncomingMessage, contentLength: number): ObjectInfo {
   const metadata: Record<string, string> = {};
-  for (const [name, value] of Object.entries(res.headers)) if (name.startsWith('x-amz-meta-') && typeof value === 'string') metadata[name.slice(11)] = value;
+  for (const [name, value] of Object.entries(res.headers))
+    if (name.startsWith('x-amz-meta-') && typeof value === 'string') metadata[name.slice(11)] = value;
   const modified = res.headers['last-modified'];
   return {
     contentLength,

@@ -18,7 +18,14 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { isNotFound, isS3Unavailable, orNull, unquote } from './s3Errors';
 import type { IncomingMessage } from 'node:http';
 import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
-import { infoOf, metaHeaders, type ObjectInfo, type ObjectStoreTimeouts, type ServedObject, type StoredObject } from './ObjectInfo';
+import {
+  infoOf,
+  metaHeaders,
+  type ObjectInfo,
+  type ObjectStoreTimeouts,
+  type ServedObject,
+  type StoredObject,
+} from './ObjectInfo';
 import { StorageTimeout, watchedDownload, watchedUpload } from './S3Progress';
 
 export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
@@ -53,7 +60,8 @@ export class ObjectStore {
     try {
       return await send(controller.signal);
     } catch (error) {
-      if (controller.signal.aborted && !outer?.aborted) throw new StorageTimeout(`S3 did not answer within ${this.timeouts.callMs} ms`, { cause: error });
+      if (controller.signal.aborted && !outer?.aborted)
+        throw new StorageTimeout(`S3 did not answer within ${this.timeouts.callMs} ms`, { cause: error });
       throw error;
     } finally {
       clearTimeout(timer);
@@ -67,9 +75,12 @@ export class ObjectStore {
     } catch (error) {
       if (!isNotFound(error)) throw error;
       try {
-        await this.bounded((abortSignal) => this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }), { abortSignal }));
+        await this.bounded((abortSignal) =>
+          this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }), { abortSignal }),
+        );
       } catch (createError) {
-        if (!(createError instanceof S3ServiceException && /BucketAlready(Exists|OwnedByYou)/.test(createError.name))) throw createError;
+        if (!(createError instanceof S3ServiceException && /BucketAlready(Exists|OwnedByYou)/.test(createError.name)))
+          throw createError;
       }
     }
   }
@@ -84,7 +95,13 @@ export class ObjectStore {
     };
     try {
       await this.bounded((abortSignal) =>
-        this.s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket: this.bucket, LifecycleConfiguration: { Rules: [rule] } }), { abortSignal }),
+        this.s3.send(
+          new PutBucketLifecycleConfigurationCommand({
+            Bucket: this.bucket,
+            LifecycleConfiguration: { Rules: [rule] },
+          }),
+          { abortSignal },
+        ),
       );
       return true;
     } catch (error) {
@@ -99,9 +116,17 @@ export class ObjectStore {
     await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
-  async putObject(key: string, body: Readable, contentLength: number, contentType: string, metadata: Record<string, string> = {}): Promise<string> {
+  async putObject(
+    key: string,
+    body: Readable,
+    contentLength: number,
+    contentType: string,
+    metadata: Record<string, string> = {},
+  ): Promise<string> {
     const headers = { 'content-length': String(contentLength), 'content-type': contentType, ...metaHeaders(metadata) };
-    const res = await this.streaming(body, (watched, abortSignal) => this.direct.send({ method: 'PUT', key, headers, body: watched }, abortSignal));
+    const res = await this.streaming(body, (watched, abortSignal) =>
+      this.direct.send({ method: 'PUT', key, headers, body: watched }, abortSignal),
+    );
     res.resume();
     return String(res.headers.etag ?? '');
   }
@@ -110,7 +135,12 @@ export class ObjectStore {
    * Stores a body whose length is not known up front (a chunked one-shot upload): lib-storage
    * sends it in 8 MiB parts, one at a time, so at most one such part is in memory per request.
    */
-  async putObjectOfUnknownLength(key: string, body: Readable, contentType: string, metadata?: Record<string, string>): Promise<string> {
+  async putObjectOfUnknownLength(
+    key: string,
+    body: Readable,
+    contentType: string,
+    metadata?: Record<string, string>,
+  ): Promise<string> {
     const out = await this.streaming(body, async (watched, abortSignal) => {
       const upload = new Upload({
         client: this.s3,
@@ -127,19 +157,41 @@ export class ObjectStore {
 
   async createMultipartUpload(key: string, contentType: string, metadata?: Record<string, string>): Promise<string> {
     const out = await this.bounded((abortSignal) =>
-      this.s3.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: contentType, Metadata: metadata }), { abortSignal }),
+      this.s3.send(
+        new CreateMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: key,
+          ContentType: contentType,
+          Metadata: metadata,
+        }),
+        { abortSignal },
+      ),
     );
     if (!out.UploadId) throw new Error('S3 returned no UploadId');
     return out.UploadId;
   }
 
   /** Streams exactly `contentLength` bytes into part `partNumber`; returns its ETag. */
-  async uploadPart(key: string, uploadId: string, partNumber: number, body: Readable, contentLength: number, signal?: AbortSignal): Promise<string> {
+  async uploadPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: Readable,
+    contentLength: number,
+    signal?: AbortSignal,
+  ): Promise<string> {
     const out = await this.streaming(
       body,
       (watched, abortSignal) =>
         this.s3.send(
-          new UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: watched, ContentLength: contentLength }),
+          new UploadPartCommand({
+            Bucket: this.bucket,
+            Key: key,
+            UploadId: uploadId,
+            PartNumber: partNumber,
+            Body: watched,
+            ContentLength: contentLength,
+          }),
           {
             abortSignal,
           },
@@ -159,7 +211,11 @@ export class ObjectStore {
    * waiting and S3 takes none, or the body is sent and no answer comes. A client that is slow to
    * send is not S3's fault and never trips it.
    */
-  private async streaming<O>(body: Readable, send: (watched: Readable, abortSignal: AbortSignal) => Promise<O>, signal?: AbortSignal): Promise<O> {
+  private async streaming<O>(
+    body: Readable,
+    send: (watched: Readable, abortSignal: AbortSignal) => Promise<O>,
+    signal?: AbortSignal,
+  ): Promise<O> {
     const controller = new AbortController();
     let failure: unknown;
     const onError = (error: unknown) => {
@@ -181,7 +237,12 @@ export class ObjectStore {
     }
   }
 
-  async completeMultipartUpload(key: string, uploadId: string, parts: { partNumber: number; etag: string }[], signal?: AbortSignal): Promise<void> {
+  async completeMultipartUpload(
+    key: string,
+    uploadId: string,
+    parts: { partNumber: number; etag: string }[],
+    signal?: AbortSignal,
+  ): Promise<void> {
     await this.s3.send(
       new CompleteMultipartUploadCommand({
         Bucket: this.bucket,
@@ -194,12 +255,20 @@ export class ObjectStore {
   }
 
   /** The parts S3 holds for a multipart upload: part number → ETag (without quotes) and size. */
-  async listParts(key: string, uploadId: string, signal?: AbortSignal): Promise<Map<number, { etag: string; size: number }>> {
+  async listParts(
+    key: string,
+    uploadId: string,
+    signal?: AbortSignal,
+  ): Promise<Map<number, { etag: string; size: number }>> {
     const parts = new Map<number, { etag: string; size: number }>();
     let marker: string | undefined;
     do {
       const page = await this.bounded(
-        (abortSignal) => this.s3.send(new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }), { abortSignal }),
+        (abortSignal) =>
+          this.s3.send(
+            new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
+            { abortSignal },
+          ),
         signal,
       );
       for (const p of page.Parts ?? []) parts.set(p.PartNumber!, { etag: unquote(p.ETag ?? ''), size: p.Size ?? -1 });
@@ -210,7 +279,11 @@ export class ObjectStore {
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
     await orNull(
-      this.bounded((abortSignal) => this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), { abortSignal })),
+      this.bounded((abortSignal) =>
+        this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), {
+          abortSignal,
+        }),
+      ),
     );
   }
 
@@ -231,7 +304,13 @@ export class ObjectStore {
     const length = Number(res.headers['content-length'] ?? 0);
     const served = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
     const body = watchedDownload(res, this.timeouts.stallMs);
-    return { info: infoOf(res, served ? Number(served[3]) : length), body, contentLength: length, start: served ? Number(served[1]) : 0, ranged: !!served };
+    return {
+      info: infoOf(res, served ? Number(served[3]) : length),
+      body,
+      contentLength: length,
+      start: served ? Number(served[1]) : 0,
+      ranged: !!served,
+    };
   }
 
   /** Streams bytes [start, end] (inclusive) of an object. */
@@ -252,7 +331,9 @@ export class ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    await this.bounded((abortSignal) => this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }));
+    await this.bounded((abortSignal) =>
+      this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }),
+    );
   }
 
   /** Deletes objects, up to 1,000 per request. Keys that do not exist are not an error. */
@@ -264,11 +345,19 @@ export class ObjectStore {
         continue;
       }
       const out = await this.bounded((abortSignal) =>
-        this.s3.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }), { abortSignal }),
+        this.s3.send(
+          new DeleteObjectsCommand({
+            Bucket: this.bucket,
+            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+          }),
+          { abortSignal },
+        ),
       );
       const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
       if (failed.length > 0)
-        throw new Error(`S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`);
+        throw new Error(
+          `S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`,
+        );
     }
   }
 
@@ -278,7 +367,9 @@ export class ObjectStore {
     let token: string | undefined;
     do {
       const page = await this.bounded((abortSignal) =>
-        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal }),
+        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), {
+          abortSignal,
+        }),
       );
       const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
       await this.deleteMany(keys);

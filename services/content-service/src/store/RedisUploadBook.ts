@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import { redisCommand, type Redis } from '@cp/redis';
-import { emptyPart, emptyUploadState, StaleBookRead, type PartRanges, type UploadBook, type UploadRecord, type UploadState } from './UploadBook';
+import {
+  emptyPart,
+  emptyUploadState,
+  StaleBookRead,
+  type PartRanges,
+  type UploadBook,
+  type UploadRecord,
+  type UploadState,
+} from './UploadBook';
 
 /**
  * The bookkeeping of unfinished uploads in Redis. An upload is one hash, `up:<ns>:<id>`: `v` (its
@@ -30,7 +38,11 @@ export class RedisUploadBook implements UploadBook {
     const { expiresAt, ...fixed } = record;
     // The expiry index first: an entry without an upload is dropped by the sweeper, an upload without one would never expire.
     await this.command(['ZADD', this.expiries, 'NX', String(expiresAt.getTime()), record._id]);
-    const created = await this.script(CREATE, record._id, [JSON.stringify(fixed), String(expiresAt.getTime()), encodeState(emptyUploadState(record._id))]);
+    const created = await this.script(CREATE, record._id, [
+      JSON.stringify(fixed),
+      String(expiresAt.getTime()),
+      encodeState(emptyUploadState(record._id)),
+    ]);
     if (created !== 1) throw new Error(`upload ${record._id} exists already`);
   }
 
@@ -49,7 +61,8 @@ export class RedisUploadBook implements UploadBook {
 
   async part(id: string, k: number, version?: number): Promise<PartRanges> {
     const [v, stored] = await this.command<(string | null)[]>(['HMGET', this.key(id), 'v', `p${k}`]);
-    if (version !== undefined && Number(v ?? 0) !== version) throw new StaleBookRead(`upload ${id} moved past version ${version}`);
+    if (version !== undefined && Number(v ?? 0) !== version)
+      throw new StaleBookRead(`upload ${id} moved past version ${version}`);
     return stored ? decodePart(stored) : emptyPart(id, k);
   }
 
@@ -65,7 +78,16 @@ export class RedisUploadBook implements UploadBook {
   }
 
   async expired(now: Date, limit: number): Promise<string[]> {
-    return this.command<string[]>(['ZRANGE', this.expiries, '-inf', String(now.getTime() - 1), 'BYSCORE', 'LIMIT', '0', String(limit)]);
+    return this.command<string[]>([
+      'ZRANGE',
+      this.expiries,
+      '-inf',
+      String(now.getTime() - 1),
+      'BYSCORE',
+      'LIMIT',
+      '0',
+      String(limit),
+    ]);
   }
 
   async remove(id: string): Promise<void> {
@@ -150,5 +172,9 @@ function decodeState(id: string, stored: string, version: number): UploadState {
 
 function decodePart(stored: string): PartRanges {
   const p = JSON.parse(stored) as PartRanges;
-  return { ...p, assembling: toDate(p.assembling), writing: p.writing ? { by: p.writing.by, since: toDate(p.writing.since)! } : null };
+  return {
+    ...p,
+    assembling: toDate(p.assembling),
+    writing: p.writing ? { by: p.writing.by, since: toDate(p.writing.since)! } : null,
+  };
 }

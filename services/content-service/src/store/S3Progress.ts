@@ -29,7 +29,11 @@ function countPushes(stream: Readable): { pushed: () => number; ended: () => boo
  * the body was not all sent, stops it flowing into the (failed) S3 request. `body` must not have
  * been read from yet.
  */
-export function watchedUpload(body: Readable, stallMs: number, onStall: (error: StorageTimeout) => void): { stop: () => void } {
+export function watchedUpload(
+  body: Readable,
+  stallMs: number,
+  onStall: (error: StorageTimeout) => void,
+): { stop: () => void } {
   const counted = countPushes(body);
   // Bytes handed on to the reader (S3's socket), as opposed to still buffered in the body.
   const taken = () => counted.pushed() - body.readableLength;

@@ -5,11 +5,19 @@ import type { ContentServiceConfig } from '../config';
 
 type S3Settings = Pick<
   ContentServiceConfig,
-  'S3_ENDPOINT' | 'S3_REGION' | 'S3_FORCE_PATH_STYLE' | 'S3_ACCESS_KEY_ID' | 'S3_SECRET_ACCESS_KEY' | 'S3_TIMEOUT_MS' | 'REQUEST_IDLE_TIMEOUT_MS'
+  | 'S3_ENDPOINT'
+  | 'S3_REGION'
+  | 'S3_FORCE_PATH_STYLE'
+  | 'S3_ACCESS_KEY_ID'
+  | 'S3_SECRET_ACCESS_KEY'
+  | 'S3_TIMEOUT_MS'
+  | 'REQUEST_IDLE_TIMEOUT_MS'
 >;
 
 /** Where the S3 client's credentials come from, for the start-up log (never the keys themselves). */
-export function s3CredentialSource(config: Pick<S3Settings, 'S3_ACCESS_KEY_ID'>): 'static keys' | 'AWS default credential chain' {
+export function s3CredentialSource(
+  config: Pick<S3Settings, 'S3_ACCESS_KEY_ID'>,
+): 'static keys' | 'AWS default credential chain' {
   return config.S3_ACCESS_KEY_ID ? 'static keys' : 'AWS default credential chain';
 }
 

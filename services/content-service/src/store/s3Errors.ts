@@ -9,7 +9,10 @@ export function unquote(etag: string): string {
 export function isNotFound(error: unknown): boolean {
   if (error instanceof S3Refusal) return error.status === 404;
   if (!(error instanceof S3ServiceException)) return false;
-  return error.$metadata.httpStatusCode === 404 || ['NoSuchKey', 'NotFound', 'NoSuchUpload', 'NoSuchBucket'].includes(error.name);
+  return (
+    error.$metadata.httpStatusCode === 404 ||
+    ['NoSuchKey', 'NotFound', 'NoSuchUpload', 'NoSuchBucket'].includes(error.name)
+  );
 }
 
 /** A failure of S3 itself (network, 5xx), as opposed to a refusal of this request. */
@@ -21,14 +24,26 @@ export function isS3Unavailable(error: unknown): boolean {
   if (error instanceof StorageTimeout) return true;
   const code = (error as { code?: string } | null)?.code;
   return (
-    typeof code === 'string' && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'].includes(code)
+    typeof code === 'string' &&
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+    ].includes(code)
   );
 }
 
 /** S3's 416: the range starts at or past the object's end. */
 export function isRangeRefused(error: unknown): boolean {
   if (error instanceof S3Refusal) return error.status === 416;
-  return error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 416 || error.name === 'InvalidRange');
+  return (
+    error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 416 || error.name === 'InvalidRange')
+  );
 }
 
 /** The call's answer, or null when S3 says there is no such object, upload or bucket. */

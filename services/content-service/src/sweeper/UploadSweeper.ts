@@ -40,7 +40,10 @@ export class UploadSweeper {
     const token = await this.lease.acquire(LEASE, leaseMs);
     if (token === null) return 0;
     // Renewed while it sweeps: a sweeper that dies hands over within one lease.
-    const renewal = setInterval(() => void this.lease.renew(LEASE, token, leaseMs).catch(() => undefined), Math.max(50, Math.floor(leaseMs / 3)));
+    const renewal = setInterval(
+      () => void this.lease.renew(LEASE, token, leaseMs).catch(() => undefined),
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
     renewal.unref();
     let removed = 0;
     try {
@@ -55,9 +58,13 @@ export class UploadSweeper {
       }
       for (const id of await this.uploads.pendingCleanups(batchSize)) {
         try {
-          if (await this.uploads.finishCleanup(id)) this.logger.info({ contentId: id }, 'staging of a completed content removed');
+          if (await this.uploads.finishCleanup(id))
+            this.logger.info({ contentId: id }, 'staging of a completed content removed');
         } catch (error) {
-          this.logger.warn({ contentId: id, err: error }, 'could not remove the staging of a completed content; next sweep retries');
+          this.logger.warn(
+            { contentId: id, err: error },
+            'could not remove the staging of a completed content; next sweep retries',
+          );
         }
       }
     } finally {

@@ -45,7 +45,9 @@ export class BackgroundAssemblies {
    * than getting 503, as it would have had its request assembled it.
    */
   async settled(contentId: string, ms: number, parts?: number[]): Promise<void> {
-    const tasks = [...(this.running.get(contentId) ?? [])].filter((e) => !parts || e.parts.some((k) => parts.includes(k))).map((e) => e.task);
+    const tasks = [...(this.running.get(contentId) ?? [])]
+      .filter((e) => !parts || e.parts.some((k) => parts.includes(k)))
+      .map((e) => e.task);
     await settle(tasks, ms);
   }
 
@@ -65,6 +67,9 @@ export class BackgroundAssemblies {
 async function settle(tasks: Promise<void>[], ms: number): Promise<void> {
   if (tasks.length === 0) return;
   const timeout = new AbortController();
-  await Promise.race([Promise.allSettled(tasks), sleep(ms, undefined, { signal: timeout.signal }).catch(() => undefined)]);
+  await Promise.race([
+    Promise.allSettled(tasks),
+    sleep(ms, undefined, { signal: timeout.signal }).catch(() => undefined),
+  ]);
   timeout.abort();
 }

@@ -2,7 +2,11 @@ import { ServiceError } from '@cp/errors';
 
 /** The holder of a claim lost it (taken over, or it could not be renewed in time): it stops and changes nothing. */
 export function claimLost(what: string, cause?: unknown): ServiceError {
-  return ServiceError.of('claimLost', `this request lost its claim on ${what} (taken over, or the database did not answer in time); send it again`, { cause });
+  return ServiceError.of(
+    'claimLost',
+    `this request lost its claim on ${what} (taken over, or the database did not answer in time); send it again`,
+    { cause },
+  );
 }
 
 /**
@@ -46,7 +50,8 @@ export class ClaimHeartbeat {
   private tick(): void {
     if (this.lost) return;
     if (this.renewing) {
-      if (Date.now() - this.lastRenewed > (2 * this.leaseMs) / 3) this.lose(new Error('no renewal succeeded for two thirds of the lease'));
+      if (Date.now() - this.lastRenewed > (2 * this.leaseMs) / 3)
+        this.lose(new Error('no renewal succeeded for two thirds of the lease'));
       return;
     }
     this.renewing = this.renew()

@@ -78,7 +78,9 @@ export class ContentCreation {
     } catch (error) {
       await this.cleanup
         .discard(record)
-        .catch((cleanupError: unknown) => logger.warn({ contentId: id, err: cleanupError }, 'could not discard a failed new content'));
+        .catch((cleanupError: unknown) =>
+          logger.warn({ contentId: id, err: cleanupError }, 'could not discard a failed new content'),
+        );
       throw error;
     }
   }

@@ -9,7 +9,11 @@ export class BodyLengthMismatch extends Error {
     readonly received: number,
     readonly overflow: boolean,
   ) {
-    super(overflow ? `the body is longer than the ${expected} bytes its range names` : `the body ended after ${received} of ${expected} bytes`);
+    super(
+      overflow
+        ? `the body is longer than the ${expected} bytes its range names`
+        : `the body ended after ${received} of ${expected} bytes`,
+    );
   }
 }
 

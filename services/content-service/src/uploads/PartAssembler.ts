@@ -14,16 +14,30 @@ export class PartAssembler {
   constructor(private readonly objects: ObjectStore) {}
 
   /** `signal` (the assembly claim lost) aborts the reads and the UploadPart. */
-  async assemble(record: UploadRecord, k: number, total: number | null, pieces: Piece[], signal?: AbortSignal): Promise<{ etag: string; size: number }> {
+  async assemble(
+    record: UploadRecord,
+    k: number,
+    total: number | null,
+    pieces: Piece[],
+    signal?: AbortSignal,
+  ): Promise<{ etag: string; size: number }> {
     const part = PartGrid.partRange(k, total);
     const size = part.end - part.start + 1;
     const body = new PassThrough({ highWaterMark: 1024 * 1024 });
     const feeding = this.feed(pieces, part, body, signal);
-    const [etag] = await Promise.all([this.objects.uploadPart(record.s3Key, record.uploadId!, k, body, size, signal), feeding]);
+    const [etag] = await Promise.all([
+      this.objects.uploadPart(record.s3Key, record.uploadId!, k, body, size, signal),
+      feeding,
+    ]);
     return { etag, size };
   }
 
-  private async feed(pieces: Piece[], part: { start: number; end: number }, out: PassThrough, signal?: AbortSignal): Promise<void> {
+  private async feed(
+    pieces: Piece[],
+    part: { start: number; end: number },
+    out: PassThrough,
+    signal?: AbortSignal,
+  ): Promise<void> {
     try {
       for (const piece of [...pieces].sort((x, y) => x.a - y.a)) {
         const from = Math.max(piece.a, part.start);

@@ -14,7 +14,15 @@ import type { ReadyContentRewrites } from './ReadyContentRewrites';
 import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, WriteOutcome } from './UploadContext';
 import { claimWork, type Work } from './WorkClaims';
-import { advancesLastByte, checkWritable, expired, extendedExpiry, isWithoutBookkeeping, partsTouched, settleTotal } from './WriteAdmission';
+import {
+  advancesLastByte,
+  checkWritable,
+  expired,
+  extendedExpiry,
+  isWithoutBookkeeping,
+  partsTouched,
+  settleTotal,
+} from './WriteAdmission';
 
 /**
  * Stores one range of an unfinished content: a range that is exactly a grid part streams straight
@@ -29,7 +37,13 @@ export class RangeWriter {
     private readonly completion: UploadCompletion,
   ) {}
 
-  async write(record: UploadRecord, range: ContentRange, body: Readable, isNew: boolean, timings: StageTimings): Promise<WriteOutcome> {
+  async write(
+    record: UploadRecord,
+    range: ContentRange,
+    body: Readable,
+    isNew: boolean,
+    timings: StageTimings,
+  ): Promise<WriteOutcome> {
     const { commits, clock, leases, book, objects } = this.ctx;
     const id = record._id;
     const wanted: ByteRange = { a: range.start, b: range.end };
@@ -66,11 +80,16 @@ export class RangeWriter {
 
     // The part-write claim is renewed while the bytes stream and until they are recorded: it
     // outlives a slow transfer, and dies within one lease of this process.
-    const heartbeat = k !== null ? new ClaimHeartbeat(`part ${k}`, () => this.renewPartWrite(id, k, writer), leases.assemblyLeaseMs) : null;
+    const heartbeat =
+      k !== null
+        ? new ClaimHeartbeat(`part ${k}`, () => this.renewPartWrite(id, k, writer), leases.assemblyLeaseMs)
+        : null;
     let work: Work;
     let stored: { piece: Piece; etag: string | null } | null = null;
     try {
-      stored = await timings.time(k !== null ? 'part' : 'stage', () => this.store(record, wanted, k, body, heartbeat?.signal));
+      stored = await timings.time(k !== null ? 'part' : 'stage', () =>
+        this.store(record, wanted, k, body, heartbeat?.signal),
+      );
       heartbeat?.check();
       work = await this.record(record, range, stored, k, writer, isNew, timings);
     } catch (error) {
@@ -84,7 +103,8 @@ export class RangeWriter {
     if (k !== null) this.ctx.metrics.partsStored.inc({ via: 'direct' });
     const { piece } = stored;
     if (work.duplicate && piece.key) await this.ctx.objects.delete(piece.key).catch(() => undefined);
-    if (work.replaced?.key && work.replaced.key !== piece.key) await this.ctx.objects.delete(work.replaced.key).catch(() => undefined);
+    if (work.replaced?.key && work.replaced.key !== piece.key)
+      await this.ctx.objects.delete(work.replaced.key).catch(() => undefined);
     const completedNow = await this.completion.finish(record, work, writer, timings);
     return { id, completedNow, completed: completedNow };
   }
@@ -164,7 +184,9 @@ export class RangeWriter {
         let replaced: Piece | undefined;
         for (const part of parts) {
           replaced = part.pieces.find((p) => p.a === wanted.a && p.b === wanted.b) ?? replaced;
-          part.pieces = [...part.pieces.filter((p) => !(p.a === wanted.a && p.b === wanted.b)), piece].sort((x, y) => x.a - y.a);
+          part.pieces = [...part.pieces.filter((p) => !(p.a === wanted.a && p.b === wanted.b)), piece].sort(
+            (x, y) => x.a - y.a,
+          );
           if (k !== null) part.stored = true;
         }
         if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: wanted.b - wanted.a + 1 };
@@ -199,7 +221,10 @@ export class RangeWriter {
         if (part.writing?.by === writer) part.writing = null;
       })
       .catch((error: unknown) =>
-        this.ctx.logger.warn({ contentId: id, part: k, err: error }, 'could not release the claim of a failed part write; it runs out'),
+        this.ctx.logger.warn(
+          { contentId: id, part: k, err: error },
+          'could not release the claim of a failed part write; it runs out',
+        ),
       );
   }
 

@@ -28,7 +28,11 @@ export class ReadyContentRewrites {
   async rewrite(body: Readable, ready: ReadyObject, range: ContentRange): Promise<WriteOutcome> {
     const { total } = ready;
     if (range.total !== null && range.total !== total) throw totalConflict(total, range.total);
-    if (range.end >= total) throw ServiceError.of('rangePastTotal', `Content-Range end ${range.end} is not below the content's total ${total}`);
+    if (range.end >= total)
+      throw ServiceError.of(
+        'rangePastTotal',
+        `Content-Range end ${range.end} is not below the content's total ${total}`,
+      );
     const stored = await this.ctx.objects.getRange(ready.s3Key, range.start, range.end);
     if (!(await streamsEqual(exactBody(body, range.end - range.start + 1), stored.body))) throw differs();
     return { id: ready.id, completedNow: false, completed: true };
@@ -45,7 +49,10 @@ export class ReadyContentRewrites {
       if (!(await objects.head(record.s3Key))) throw (await book.find(record._id)) ? completing() : expired(record._id);
       // An aligned part went into the S3 upload that the completion closed: nothing to compare it with.
       if (!piece.key)
-        throw ServiceError.of('contentAlreadyComplete', 'the content was completed while these bytes were sent; send them again to have them compared');
+        throw ServiceError.of(
+          'contentAlreadyComplete',
+          'the content was completed while these bytes were sent; send them again to have them compared',
+        );
       const stored = await objects.getRange(record.s3Key, range.start, range.end);
       const sent = await objects.getRange(piece.key, 0, range.end - range.start);
       if (!(await streamsEqual(sent.body, stored.body))) throw differs();

@@ -66,7 +66,9 @@ export class UploadCompletion {
     const deadline = Date.now() + 2 * leases.assemblyLeaseMs;
     for (let pause = 10; ; pause = Math.min(2 * pause, 250)) {
       await timings.time('assembly', () => this.background.settled(record._id, Math.max(0, deadline - Date.now())));
-      const work = await commits.commit(record._id, (view) => claimRemainingWork(view, record.total, clock(), leases, holder));
+      const work = await commits.commit(record._id, (view) =>
+        claimRemainingWork(view, record.total, clock(), leases, holder),
+      );
       // Gone (completed by another request meanwhile), or being completed by another request.
       if (!work || (!work.complete && work.assemblies.length === 0 && !work.allReceived)) return false;
       if (work.complete || work.assemblies.length > 0) {
@@ -74,7 +76,11 @@ export class UploadCompletion {
       } else if ((await this.ctx.book.state(record._id)).completing) {
         return false;
       }
-      if (Date.now() > deadline) throw ServiceError.of('partAssembling', 'parts of this content are still being assembled; send the same range again');
+      if (Date.now() > deadline)
+        throw ServiceError.of(
+          'partAssembling',
+          'parts of this content are still being assembled; send the same range again',
+        );
       await timings.time('assembly', () => sleep(pause));
     }
   }
@@ -84,12 +90,19 @@ export class UploadCompletion {
    * token); true when this request completed the content. Each claim is renewed while its work
    * runs; a claim lost meanwhile aborts the work, and its result is not recorded.
    */
-  async run(record: UploadRecord, work: Work, holder: string, timings = new StageTimings(), mayComplete = true): Promise<boolean> {
+  async run(
+    record: UploadRecord,
+    work: Work,
+    holder: string,
+    timings = new StageTimings(),
+    mayComplete = true,
+  ): Promise<boolean> {
     const { commits, metrics, clock, leases, book } = this.ctx;
     let complete = work.complete;
     for (const assembly of work.assemblies) {
       const { k } = assembly;
-      const mine = (part: { assembling: Date | null; assemblingBy?: string | null }) => part.assembling !== null && part.assemblingBy === holder;
+      const mine = (part: { assembling: Date | null; assemblingBy?: string | null }) =>
+        part.assembling !== null && part.assemblingBy === holder;
       const heartbeat = new ClaimHeartbeat(
         `the assembly of part ${k}`,
         () =>
@@ -104,7 +117,9 @@ export class UploadCompletion {
       let result: { etag: string; size: number };
       const timer = metrics.assemblySeconds.startTimer();
       try {
-        result = await timings.time('assembly', () => this.assembler.assemble(record, k, work.total, assembly.pieces, heartbeat.signal));
+        result = await timings.time('assembly', () =>
+          this.assembler.assemble(record, k, work.total, assembly.pieces, heartbeat.signal),
+        );
         timer();
         heartbeat.check();
         metrics.partsStored.inc({ via: 'assembled' });
@@ -134,7 +149,9 @@ export class UploadCompletion {
       await this.dropAssembledPieces(record._id, k, assembly.pieces);
     }
     if (!complete) return false;
-    return timings.time('complete', async () => this.complete(record, work.total ?? (await book.state(record._id)).total!, holder));
+    return timings.time('complete', async () =>
+      this.complete(record, work.total ?? (await book.state(record._id)).total!, holder),
+    );
   }
 
   /**
@@ -166,7 +183,8 @@ export class UploadCompletion {
    */
   private async complete(record: UploadRecord, total: number, holder: string): Promise<boolean> {
     const { book, commits, objects, metrics, clock, logger, leases } = this.ctx;
-    const mine = (state: { completing: Date | null; completingBy?: string | null }) => state.completing !== null && state.completingBy === holder;
+    const mine = (state: { completing: Date | null; completingBy?: string | null }) =>
+      state.completing !== null && state.completingBy === holder;
     const heartbeat = new ClaimHeartbeat(
       'the completion',
       () =>
@@ -183,7 +201,10 @@ export class UploadCompletion {
       await book.noteCleanup(record._id, clock());
       const state = await book.state(record._id);
       const expected = PartGrid.partCount(total);
-      const parts = Array.from({ length: expected }, (_, i) => ({ partNumber: i + 1, ...state.parts[partKey(i + 1)]! }));
+      const parts = Array.from({ length: expected }, (_, i) => ({
+        partNumber: i + 1,
+        ...state.parts[partKey(i + 1)]!,
+      }));
       const inDoubt = await this.partsInDoubt(record, parts, heartbeat.signal);
       if (inDoubt.length > 0) {
         await commits.commit(record._id, async (view) => {
@@ -197,7 +218,10 @@ export class UploadCompletion {
           view.state.completingBy = null;
         });
         await heartbeat.stop();
-        logger.warn({ contentId: record._id, parts: inDoubt }, 'S3 holds other bytes than recorded for these parts; they are dropped and must be sent again');
+        logger.warn(
+          { contentId: record._id, parts: inDoubt },
+          'S3 holds other bytes than recorded for these parts; they are dropped and must be sent again',
+        );
         return false;
       }
       try {
@@ -227,12 +251,18 @@ export class UploadCompletion {
     await heartbeat.stop();
     await this.cleanup
       .afterCompletion(record._id)
-      .catch((error: unknown) => logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'));
+      .catch((error: unknown) =>
+        logger.warn({ contentId: record._id, err: error }, 'cleanup after completion failed; the sweeper will retry'),
+      );
     return true;
   }
 
   /** The parts whose ETag or size in S3 is not the recorded one (none when S3 has completed the upload already). */
-  private async partsInDoubt(record: UploadRecord, parts: { partNumber: number; etag: string; size: number }[], signal: AbortSignal): Promise<number[]> {
+  private async partsInDoubt(
+    record: UploadRecord,
+    parts: { partNumber: number; etag: string; size: number }[],
+    signal: AbortSignal,
+  ): Promise<number[]> {
     let actual: Map<number, { etag: string; size: number }>;
     try {
       actual = await this.ctx.objects.listParts(record.s3Key, record.uploadId, signal);
@@ -240,6 +270,8 @@ export class UploadCompletion {
       if (isNotFound(error)) return [];
       throw error;
     }
-    return parts.filter((p) => actual.get(p.partNumber)?.etag !== unquote(p.etag) || actual.get(p.partNumber)?.size !== p.size).map((p) => p.partNumber);
+    return parts
+      .filter((p) => actual.get(p.partNumber)?.etag !== unquote(p.etag) || actual.get(p.partNumber)?.size !== p.size)
+      .map((p) => p.partNumber);
   }
 }

@@ -34,7 +34,8 @@ export class UploadExpiry implements ExpiringUploads {
     }
     const claimed = await commits.commit(id, async (view) => {
       const { completing } = view.state;
-      if (view.state.version === 0 || (completing && !isStale(completing, leases.completionLeaseMs, clock()))) return null;
+      if (view.state.version === 0 || (completing && !isStale(completing, leases.completionLeaseMs, clock())))
+        return null;
       view.state.expiring = clock();
       return { total: record.total ?? view.state.total, wasCompleting: completing !== null };
     });

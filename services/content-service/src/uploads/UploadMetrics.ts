@@ -18,15 +18,31 @@ export class UploadMetrics {
       labelNames: ['via'],
       registers,
     });
-    this.piecesStaged = new Counter({ name: 'content_pieces_staged_total', help: 'Unaligned ranges stored as staged objects', registers });
-    this.stagedBytes = new Counter({ name: 'content_staged_bytes_total', help: 'Bytes written to staged objects', registers });
+    this.piecesStaged = new Counter({
+      name: 'content_pieces_staged_total',
+      help: 'Unaligned ranges stored as staged objects',
+      registers,
+    });
+    this.stagedBytes = new Counter({
+      name: 'content_staged_bytes_total',
+      help: 'Bytes written to staged objects',
+      registers,
+    });
     this.assemblySeconds = new Histogram({
       name: 'content_part_assembly_seconds',
       help: 'Time to assemble one S3 part from its staged pieces',
       buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120],
       registers,
     });
-    this.completed = new Counter({ name: 'content_uploads_completed_total', help: 'Multipart contents completed (CompleteMultipartUpload)', registers });
-    this.swept = new Counter({ name: 'content_uploads_swept_total', help: 'Unfinished uploads removed after their time to live', registers });
+    this.completed = new Counter({
+      name: 'content_uploads_completed_total',
+      help: 'Multipart contents completed (CompleteMultipartUpload)',
+      registers,
+    });
+    this.swept = new Counter({
+      name: 'content_uploads_swept_total',
+      help: 'Unfinished uploads removed after their time to live',
+      registers,
+    });
   }
 }

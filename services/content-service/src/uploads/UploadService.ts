@@ -8,7 +8,13 @@ import { ReadyContentRewrites } from './ReadyContentRewrites';
 import { StageTimings } from './StageTimings';
 import { UploadCleanup } from './UploadCleanup';
 import { UploadCompletion } from './UploadCompletion';
-import type { UploadContext, UploadServiceDeps, UploadServiceOptions, WriteOutcome, WriteRequest } from './UploadContext';
+import type {
+  UploadContext,
+  UploadServiceDeps,
+  UploadServiceOptions,
+  WriteOutcome,
+  WriteRequest,
+} from './UploadContext';
 import { UploadExpiry, type ExpiringUploads } from './UploadExpiry';
 import { UploadMetrics } from './UploadMetrics';
 import { UploadStatus } from './UploadStatus';
@@ -58,7 +64,10 @@ export class UploadService implements ExpiringUploads {
     this.ctx = ctx;
     this.cleanup = new UploadCleanup(ctx);
     this.background = new BackgroundAssemblies(options.backgroundAssemblies ?? 4, (contentId, error) =>
-      deps.logger.warn({ contentId, err: error }, 'an assembly after its request failed; its claim is released or runs out, and a later request does it'),
+      deps.logger.warn(
+        { contentId, err: error },
+        'an assembly after its request failed; its claim is released or runs out, and a later request does it',
+      ),
     );
     const completion = new UploadCompletion(ctx, deps.assembler, this.cleanup, this.background);
     this.rewrites = new ReadyContentRewrites(ctx);
@@ -74,12 +83,18 @@ export class UploadService implements ExpiringUploads {
     if (admitted.kind === 'whole') return this.creation.storeWhole(request, admitted.total);
     if (admitted.kind === 'create') return this.creation.createWithRange(request, admitted.range, timings);
     const record = await timings.time('record', () => this.ctx.book.find(admitted.contentId));
-    if (record && record.ownerId === request.ownerId) return this.ranges.write(record, admitted.range, request.body, false, timings);
+    if (record && record.ownerId === request.ownerId)
+      return this.ranges.write(record, admitted.range, request.body, false, timings);
     // No upload: a finished content (its object), or none of this owner's.
     const s3Key = contentKey(request.ownerId, admitted.contentId);
     const ready = record ? null : await this.ctx.objects.head(s3Key);
-    if (!ready) throw ServiceError.of('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
-    return this.rewrites.rewrite(request.body, { id: admitted.contentId, s3Key, total: ready.contentLength }, admitted.range);
+    if (!ready)
+      throw ServiceError.of('contentNotFound', `there is no content ${admitted.contentId} of owner ${request.ownerId}`);
+    return this.rewrites.rewrite(
+      request.body,
+      { id: admitted.contentId, s3Key, total: ready.contentLength },
+      admitted.range,
+    );
   }
 
   /** For the sweeper: removes an upload whose time to live has run out (see UploadExpiry). */

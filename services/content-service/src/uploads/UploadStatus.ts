@@ -63,7 +63,9 @@ export class UploadStatus implements UploadStatusReader {
   async finishIfComplete(record: UploadRecord): Promise<boolean> {
     const { commits, clock, leases } = this.ctx;
     const holder = randomBytes(6).toString('hex');
-    const work = await commits.commit(record._id, (view) => claimRemainingWork(view, record.total, clock(), leases, holder));
+    const work = await commits.commit(record._id, (view) =>
+      claimRemainingWork(view, record.total, clock(), leases, holder),
+    );
     return work ? this.completion.run(record, { ...work, replaced: undefined }, holder) : false;
   }
 }

@@ -28,12 +28,23 @@ export interface Work {
  * In a commit: claims the assembly of every candidate part that is covered and not
  * yet stored, and the completion when every part is stored.
  */
-export async function claimWork(view: BookView, total: number | null, candidates: number[], now: Date, leases: Leases, holder?: string): Promise<Work> {
+export async function claimWork(
+  view: BookView,
+  total: number | null,
+  candidates: number[],
+  now: Date,
+  leases: Leases,
+  holder?: string,
+): Promise<Work> {
   const assemblies: Assembly[] = [];
   for (const k of candidates) {
     const part = await view.part(k);
     // The state's part list says what is stored (a part's own flag may lag after a half-written commit).
-    if (view.state.parts[partKey(k)] || (part.assembling && !isStale(part.assembling, leases.assemblyLeaseMs, now)) || isBeingWritten(part, leases, now))
+    if (
+      view.state.parts[partKey(k)] ||
+      (part.assembling && !isStale(part.assembling, leases.assemblyLeaseMs, now)) ||
+      isBeingWritten(part, leases, now)
+    )
       continue;
     const { start, end } = PartGrid.partRange(k, total);
     if (total !== null && start >= total) continue;
@@ -60,15 +71,29 @@ export function allReceived(state: UploadState, total: number | null): boolean {
  * (stored parts are in the state) and the completion. Null when the total is not known or nothing
  * was received (or the bookkeeping is gone).
  */
-export async function claimRemainingWork(view: BookView, recordTotal: number | null, now: Date, leases: Leases, holder: string): Promise<Work | null> {
+export async function claimRemainingWork(
+  view: BookView,
+  recordTotal: number | null,
+  now: Date,
+  leases: Leases,
+  holder: string,
+): Promise<Work | null> {
   const total = recordTotal ?? view.state.total;
   if (total === null || view.state.lastByte < 0) return null;
-  const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter((k) => !view.state.parts[partKey(k)]);
+  const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter(
+    (k) => !view.state.parts[partKey(k)],
+  );
   return claimWork(view, total, candidates, now, leases, holder);
 }
 
 /** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
-export function claimCompletion(state: UploadState, total: number | null, now: Date, leases: Leases, holder?: string): boolean {
+export function claimCompletion(
+  state: UploadState,
+  total: number | null,
+  now: Date,
+  leases: Leases,
+  holder?: string,
+): boolean {
   if (total === null || total === 0) return false;
   if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) return false;
   const expected = PartGrid.partCount(total);

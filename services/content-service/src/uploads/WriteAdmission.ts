@@ -28,10 +28,17 @@ export type Admission =
   | { kind: 'range'; contentId: string; range: ContentRange };
 
 const wholeTooLarge = () =>
-  ServiceError.of('partTooLarge', `a single-request upload may carry at most ${PART_SIZE} bytes; send larger contents in parts with Content-Range`);
+  ServiceError.of(
+    'partTooLarge',
+    `a single-request upload may carry at most ${PART_SIZE} bytes; send larger contents in parts with Content-Range`,
+  );
 
 /** Checks a write's headers against the size limits and each other (413, 400), before any body byte is read. */
-export function admitWrite(request: { contentId: string | null; range: ContentRange | null; declaredLength: number | null }): Admission {
+export function admitWrite(request: {
+  contentId: string | null;
+  range: ContentRange | null;
+  declaredLength: number | null;
+}): Admission {
   const { range, contentId, declaredLength } = request;
   if (range === null) {
     if (contentId !== null) throw ServiceError.of('missingContentRange', 'Content-Range is required on PUT');
@@ -40,13 +47,20 @@ export function admitWrite(request: { contentId: string | null; range: ContentRa
   }
   const { start, end, total } = range;
   const length = end - start + 1;
-  if (length > PART_SIZE) throw ServiceError.of('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one carries ${length}`);
-  if (total !== null && total > MAX_CONTENT_SIZE) throw ServiceError.of('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
-  if (end >= MAX_CONTENT_SIZE) throw ServiceError.of('contentTooLarge', `byte ${end} lies past the content limit of ${MAX_CONTENT_SIZE} bytes`);
+  if (length > PART_SIZE)
+    throw ServiceError.of('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one carries ${length}`);
+  if (total !== null && total > MAX_CONTENT_SIZE)
+    throw ServiceError.of('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+  if (end >= MAX_CONTENT_SIZE)
+    throw ServiceError.of('contentTooLarge', `byte ${end} lies past the content limit of ${MAX_CONTENT_SIZE} bytes`);
   if (declaredLength !== null && declaredLength !== length) {
-    throw ServiceError.of('bodyLengthMismatch', `Content-Length ${declaredLength} differs from the ${length} bytes Content-Range names`);
+    throw ServiceError.of(
+      'bodyLengthMismatch',
+      `Content-Length ${declaredLength} differs from the ${length} bytes Content-Range names`,
+    );
   }
-  if (contentId === null) return start === 0 && total !== null && end === total - 1 ? { kind: 'whole', total } : { kind: 'create', range };
+  if (contentId === null)
+    return start === 0 && total !== null && end === total - 1 ? { kind: 'whole', total } : { kind: 'create', range };
   return { kind: 'range', contentId, range };
 }
 
@@ -56,12 +70,19 @@ export function wholeBodyTooLarge(): ServiceError {
 }
 
 /** The total in force after this request, checked against what is known: 409 on a contradiction. */
-export function settleTotal(record: Pick<UploadRecord, 'total'>, state: UploadState, range: ContentRange): number | null {
+export function settleTotal(
+  record: Pick<UploadRecord, 'total'>,
+  state: UploadState,
+  range: ContentRange,
+): number | null {
   const known = record.total ?? state.total;
   if (range.total !== null) {
     if (known !== null && known !== range.total) throw totalConflict(known, range.total);
     if (known === null && state.lastByte >= range.total) {
-      throw ServiceError.of('totalConflict', `the total ${range.total} is smaller than the ${state.lastByte + 1} bytes already received`);
+      throw ServiceError.of(
+        'totalConflict',
+        `the total ${range.total} is smaller than the ${state.lastByte + 1} bytes already received`,
+      );
     }
   }
   const total = known ?? range.total;
@@ -72,7 +93,14 @@ export function settleTotal(record: Pick<UploadRecord, 'total'>, state: UploadSt
 }
 
 /** Refuses writes that would clash with received bytes or with work in progress (other than `writer`'s own part write). */
-export function checkWritable(state: UploadState, parts: PartRanges[], wanted: ByteRange, leases: Leases, now: Date, writer?: string): void {
+export function checkWritable(
+  state: UploadState,
+  parts: PartRanges[],
+  wanted: ByteRange,
+  leases: Leases,
+  now: Date,
+  writer?: string,
+): void {
   if (state.expiring) throw expired(state._id);
   if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) throw completing();
   const received = parts.flatMap((p) => p.pieces);
@@ -129,7 +157,11 @@ export const MAX_LIFE_TTLS = 2;
  * lifecycle backstop aborts multipart uploads by age). At most once per `EXTEND_EVERY` of the
  * time to live, so that most writes leave the record alone. Null: the expiry stays.
  */
-export function extendedExpiry(record: Pick<UploadRecord, 'createdAt' | 'expiresAt'>, now: number, ttl: number): number | null {
+export function extendedExpiry(
+  record: Pick<UploadRecord, 'createdAt' | 'expiresAt'>,
+  now: number,
+  ttl: number,
+): number | null {
   const moved = Math.min(now + ttl, record.createdAt.getTime() + MAX_LIFE_TTLS * ttl);
   return moved - record.expiresAt.getTime() < ttl * EXTEND_EVERY ? null : moved;
 }

@@ -12,12 +12,19 @@ import type { BookView } from '../../src/store/BookCommits';
 
 /** The upload book in memory, for unit tests of the rules that read and change it (held to the same contract as RedisUploadBook). */
 export class MemoryUploadBook implements UploadBook {
-  private readonly uploads = new Map<string, { record: UploadRecord; state: UploadState; parts: Map<number, PartRanges> }>();
+  private readonly uploads = new Map<
+    string,
+    { record: UploadRecord; state: UploadState; parts: Map<number, PartRanges> }
+  >();
   private readonly cleanups = new Map<string, number>();
 
   async create(record: UploadRecord): Promise<void> {
     if (this.uploads.has(record._id)) throw new Error(`upload ${record._id} exists already`);
-    this.uploads.set(record._id, { record: structuredClone(record), state: emptyUploadState(record._id, 1), parts: new Map() });
+    this.uploads.set(record._id, {
+      record: structuredClone(record),
+      state: emptyUploadState(record._id, 1),
+      parts: new Map(),
+    });
   }
 
   async find(id: string): Promise<UploadRecord | null> {
@@ -32,7 +39,8 @@ export class MemoryUploadBook implements UploadBook {
 
   async part(id: string, k: number, version?: number): Promise<PartRanges> {
     const entry = this.uploads.get(id);
-    if (version !== undefined && (entry?.state.version ?? 0) !== version) throw new StaleBookRead(`upload ${id} moved past version ${version}`);
+    if (version !== undefined && (entry?.state.version ?? 0) !== version)
+      throw new StaleBookRead(`upload ${id} moved past version ${version}`);
     return structuredClone(entry?.parts.get(k) ?? emptyPart(id, k));
   }
 

@@ -8,7 +8,8 @@ import { PartAssembler } from '../../src/uploads/PartAssembler';
 import { contentKey, UploadService, type Clock } from '../../src/uploads/UploadService';
 
 /** What a content is: a finished object in S3, an unfinished upload in the book, or nothing. */
-export type ContentLookup = { state: 'ready'; total: number; etag: string } | { state: 'uploading'; record: UploadRecord } | null;
+export type ContentLookup =
+  { state: 'ready'; total: number; etag: string } | { state: 'uploading'; record: UploadRecord } | null;
 
 export interface RealStores {
   logger: Logger;
@@ -36,7 +37,14 @@ export async function redisReady(redis: Redis, timeoutMs = 10_000): Promise<void
 export async function dropNamespace(redis: Redis, namespace: string): Promise<void> {
   let cursor = '0';
   do {
-    const [next, keys] = await redisCommand<[string, string[]]>(redis, ['SCAN', cursor, 'MATCH', `up:${namespace}:*`, 'COUNT', '1000']);
+    const [next, keys] = await redisCommand<[string, string[]]>(redis, [
+      'SCAN',
+      cursor,
+      'MATCH',
+      `up:${namespace}:*`,
+      'COUNT',
+      '1000',
+    ]);
     if (keys.length > 0) await redisCommand(redis, ['DEL', ...keys]);
     cursor = next;
   } while (cursor !== '0');
@@ -70,7 +78,12 @@ export function useRealStores(name: string, clock: Clock, uploadTtlMs = 60_000):
     await stores.objects.ensureBucket();
     stores.book = new RedisUploadBook(stores.redis, namespace);
     stores.uploads = new UploadService(
-      { book: stores.book, objects: stores.objects, assembler: new PartAssembler(stores.objects), logger: stores.logger },
+      {
+        book: stores.book,
+        objects: stores.objects,
+        assembler: new PartAssembler(stores.objects),
+        logger: stores.logger,
+      },
       { uploadTtlMs, completionLeaseMs: 60_000, assemblyLeaseMs: 60_000, clock },
     );
     stores.lookup = async (owner, id) => {

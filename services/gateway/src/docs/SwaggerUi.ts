@@ -19,12 +19,20 @@ export class SwaggerUi {
   }
 
   /** @param descriptionUrl where the page fetches the description from (same origin). */
-  static load(descriptionUrl: string, packageDir = dirname(require.resolve('swagger-ui-dist/package.json'))): SwaggerUi {
+  static load(
+    descriptionUrl: string,
+    packageDir = dirname(require.resolve('swagger-ui-dist/package.json')),
+  ): SwaggerUi {
     const read = (file: string) => readFileSync(join(packageDir, file));
     return new SwaggerUi(
       new StaticAsset('swagger-ui-bundle', 'js', 'text/javascript; charset=utf-8', read('swagger-ui-bundle.js')),
       new StaticAsset('swagger-ui', 'css', 'text/css; charset=utf-8', read('swagger-ui.css')),
-      new StaticAsset('swagger-ui-init', 'js', 'text/javascript; charset=utf-8', Buffer.from(initializer(descriptionUrl))),
+      new StaticAsset(
+        'swagger-ui-init',
+        'js',
+        'text/javascript; charset=utf-8',
+        Buffer.from(initializer(descriptionUrl)),
+      ),
     );
   }
 }

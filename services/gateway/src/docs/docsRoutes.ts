@@ -13,15 +13,24 @@ const JSON_URL = '/openapi.json';
  * in the reader's browser) and /docs/assets/* (Swagger UI's files, served from the gateway
  * itself, so the page works with no internet access).
  */
-export function docsRoutes(description: ApiDescription = ApiDescription.fromFile(), ui: SwaggerUi = SwaggerUi.load(JSON_URL)): Router {
+export function docsRoutes(
+  description: ApiDescription = ApiDescription.fromFile(),
+  ui: SwaggerUi = SwaggerUi.load(JSON_URL),
+): Router {
   const router = Router();
   const title = description.document.info?.title ?? 'API';
 
   router.get(YAML_URL, (_req, res) => {
-    res.type('application/yaml; charset=utf-8').set({ 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' }).send(description.yaml);
+    res
+      .type('application/yaml; charset=utf-8')
+      .set({ 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' })
+      .send(description.yaml);
   });
   router.get(JSON_URL, (_req, res) => {
-    res.type('application/json; charset=utf-8').set({ 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' }).send(description.json);
+    res
+      .type('application/json; charset=utf-8')
+      .set({ 'Cache-Control': 'public, max-age=300', 'X-Content-Type-Options': 'nosniff' })
+      .send(description.json);
   });
 
   router.get(['/docs', '/docs/'], (_req, res) => {

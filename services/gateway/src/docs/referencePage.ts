@@ -25,7 +25,12 @@ export function referencePolicy(nonce: string): string {
 }
 
 /** The /docs page: a shell that Swagger UI fills in from the description. */
-export function referencePage(title: string, ui: SwaggerUi, descriptionUrls: { yaml: string; json: string }, nonce: string): string {
+export function referencePage(
+  title: string,
+  ui: SwaggerUi,
+  descriptionUrls: { yaml: string; json: string },
+  nonce: string,
+): string {
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -97,14 +97,22 @@ export function answerClientErrors(server: Server, logger: Logger): void {
 }
 
 /** The error written straight to the socket, when no response object is there to carry it (as sendGatewayError words it). */
-function writeBareError(socket: Socket, upstream: Upstream | null, { status, code, message }: EdgeRefusal, trackId: string): void {
+function writeBareError(
+  socket: Socket,
+  upstream: Upstream | null,
+  { status, code, message }: EdgeRefusal,
+  trackId: string,
+): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
   const body = JSON.stringify(gatewayErrorBody(upstream, status, code, message, trackId));
   const errorId = gatewayErrorId(upstream, code);
-  const reason = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large' }[status] ?? 'Error';
+  const reason =
+    { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Content Too Large', 431: 'Request Header Fields Too Large' }[
+      status
+    ] ?? 'Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n${errorId ? `X-Error-Id: ${errorId}\r\n` : ''}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );

@@ -1,6 +1,14 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { ERROR_CATALOGUE, type ErrorCode } from '@cp/errors';
-import { HEADERS, headerKey, MAX_CONTENT_SIZE, PART_SIZE, parseContentRange, RangeSyntaxError, type ContentRange } from '@cp/protocol';
+import {
+  HEADERS,
+  headerKey,
+  MAX_CONTENT_SIZE,
+  PART_SIZE,
+  parseContentRange,
+  RangeSyntaxError,
+  type ContentRange,
+} from '@cp/protocol';
 import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { upstreamFor, type Upstream } from './routes';
 import { sendGatewayError } from './upstreamErrorBody';
@@ -32,15 +40,20 @@ export class EdgeRefusal {
  */
 export function refusalOf(req: Request): EdgeRefusal | null {
   const hosts = req.rawHeaders.filter((_, i) => i % 2 === 0 && req.rawHeaders[i]!.toLowerCase() === 'host').length;
-  if (hosts === 0 && req.httpVersion === '1.1') return new EdgeRefusal('missingHost', 'an HTTP/1.1 request needs one Host header');
+  if (hosts === 0 && req.httpVersion === '1.1')
+    return new EdgeRefusal('missingHost', 'an HTTP/1.1 request needs one Host header');
   if (hosts > 1) return new EdgeRefusal('duplicateHost', 'a request may carry only one Host header');
 
   const target = req.url;
   const query = target.indexOf('?');
   const path = query < 0 ? target : target.slice(0, query);
   if (!path.startsWith('/') || !isCleanPath(path))
-    return new EdgeRefusal('invalidPath', 'the path must be an absolute path without "//", "\\", dot segments or encoded slashes');
-  if (NON_ASCII_OR_CONTROL.test(target)) return new EdgeRefusal('invalidPath', 'the request target holds bytes outside visible ASCII');
+    return new EdgeRefusal(
+      'invalidPath',
+      'the path must be an absolute path without "//", "\\", dot segments or encoded slashes',
+    );
+  if (NON_ASCII_OR_CONTROL.test(target))
+    return new EdgeRefusal('invalidPath', 'the request target holds bytes outside visible ASCII');
 
   const expect = req.headers.expect;
   if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue')
@@ -116,9 +129,13 @@ function contentRefusal(req: Request): EdgeRefusal | null {
   if (req.method !== 'POST' && req.method !== 'PUT') return null;
   const lengthHeader = req.headers['content-length'];
   const length = lengthHeader === undefined ? null : Number(lengthHeader);
-  if (length === null && req.headers['transfer-encoding'] === undefined) return new EdgeRefusal('lengthRequired', 'send Content-Length (or a chunked body)');
+  if (length === null && req.headers['transfer-encoding'] === undefined)
+    return new EdgeRefusal('lengthRequired', 'send Content-Length (or a chunked body)');
   if (length !== null && length > PART_SIZE)
-    return new EdgeRefusal('partTooLarge', `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`);
+    return new EdgeRefusal(
+      'partTooLarge',
+      `a request may carry at most ${PART_SIZE} bytes; this one declares ${lengthHeader}`,
+    );
   const header = req.headers[headerKey(HEADERS.contentRange)];
   if (header === undefined) return null;
   let range: ContentRange;
@@ -129,11 +146,18 @@ function contentRefusal(req: Request): EdgeRefusal | null {
     throw error;
   }
   const { start, end, total } = range;
-  if (end - start + 1 > PART_SIZE) return new EdgeRefusal('partTooLarge', `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`);
+  if (end - start + 1 > PART_SIZE)
+    return new EdgeRefusal(
+      'partTooLarge',
+      `a part may carry at most ${PART_SIZE} bytes; this one names ${end - start + 1}`,
+    );
   if ((total !== null && total > MAX_CONTENT_SIZE) || end >= MAX_CONTENT_SIZE)
     return new EdgeRefusal('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
   if (length !== null && length !== end - start + 1)
-    return new EdgeRefusal('bodyLengthMismatch', `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`);
+    return new EdgeRefusal(
+      'bodyLengthMismatch',
+      `Content-Length ${length} differs from the ${end - start + 1} bytes Content-Range names`,
+    );
   return null;
 }
 

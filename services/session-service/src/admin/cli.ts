@@ -43,12 +43,20 @@ async function main(argv: string[]): Promise<void> {
   const userId = values.user.toLowerCase();
 
   const logger = createLogger({ service: 'sessions-admin', level: 'warn' });
-  const mongo = new MongoClient(process.env.MONGODB_URL || 'mongodb://127.0.0.1:27017/', { serverSelectionTimeoutMS: 5_000 });
-  const redisEnv = process.env.REDIS_URL || process.env.REDIS_SENTINELS ? process.env : { ...process.env, REDIS_URL: 'redis://127.0.0.1:6379' };
+  const mongo = new MongoClient(process.env.MONGODB_URL || 'mongodb://127.0.0.1:27017/', {
+    serverSelectionTimeoutMS: 5_000,
+  });
+  const redisEnv =
+    process.env.REDIS_URL || process.env.REDIS_SENTINELS
+      ? process.env
+      : { ...process.env, REDIS_URL: 'redis://127.0.0.1:6379' };
   const redis = connectRedis(redisTarget(parseEnv(redisSettings(), redisEnv)), logger);
   try {
     await mongo.connect();
-    const database = process.env.SESSIONS_MONGODB_DATABASE || process.env.MONGODB_DATABASE || `${process.env.CP_PREFIX || 'local'}-sessions`;
+    const database =
+      process.env.SESSIONS_MONGODB_DATABASE ||
+      process.env.MONGODB_DATABASE ||
+      `${process.env.CP_PREFIX || 'local'}-sessions`;
     const repo = new SessionRepository(mongo.db(database));
     // Tombstones in Redis stop replicas from answering from their cache; wait for it a moment.
     const redisReady = await new Promise<boolean>((resolve) => {
@@ -60,7 +68,14 @@ async function main(argv: string[]): Promise<void> {
       });
     });
     const ttl = Number(process.env.CACHE_TTL_SECONDS || 60);
-    const sessions = new SessionService(repo, new SessionCache(redis, ttl), systemClock, { sidTtlMs: 0, refreshTtlMs: 0 }, logger, notRefreshing);
+    const sessions = new SessionService(
+      repo,
+      new SessionCache(redis, ttl),
+      systemClock,
+      { sidTtlMs: 0, refreshTtlMs: 0 },
+      logger,
+      notRefreshing,
+    );
     const revoked = await sessions.revokeUser(userId);
     process.stdout.write(`revoked ${revoked} session${revoked === 1 ? '' : 's'} of user ${userId}\n`);
     if (!redisReady && revoked > 0) {
@@ -73,6 +88,8 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`sessions: ${error instanceof UsageError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.stderr.write(
+    `sessions: ${error instanceof UsageError ? error.message : String((error as Error)?.stack ?? error)}\n`,
+  );
   process.exit(error instanceof UsageError ? 2 : 1);
 });

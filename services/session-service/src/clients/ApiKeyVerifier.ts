@@ -27,7 +27,8 @@ export class HttpApiKeyVerifier implements ApiKeyChecker {
       baseUrl: authServiceUrl,
       secret,
       timeoutMs: 5_000,
-      unavailable: (cause) => ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later', { cause }),
+      unavailable: (cause) =>
+        ServiceError.of('ServiceUnavailable', 'api keys cannot be checked now; retry later', { cause }),
     });
   }
 

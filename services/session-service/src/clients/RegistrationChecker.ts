@@ -2,7 +2,8 @@ import { ServiceError } from '@cp/errors';
 import { InternalClient } from '@cp/service-kit';
 
 /** What the auth-service says about a signed-in user and the certificate they signed in with. */
-export type Registration = { registered: true; owners: string[] } | { registered: false; reason: 'UserRemoved' | 'CertificateRemoved' };
+export type Registration =
+  { registered: true; owners: string[] } | { registered: false; reason: 'UserRemoved' | 'CertificateRemoved' };
 
 /** Whether a user (and a certificate of theirs) is still registered; answered by the auth-service. */
 export interface RegistrationChecker {
@@ -22,12 +23,18 @@ export class HttpRegistrationChecker implements RegistrationChecker {
       baseUrl: authServiceUrl,
       secret,
       timeoutMs,
-      unavailable: (cause) => ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later', { cause }),
+      unavailable: (cause) =>
+        ServiceError.of('ServiceUnavailable', 'the registration of the user cannot be checked now; retry later', {
+          cause,
+        }),
     });
   }
 
   async check(userId: string, thumbprint: string | undefined): Promise<Registration> {
-    const res = await this.client.post('/internal/registrations/check', thumbprint ? { userId, thumbprint } : { userId });
+    const res = await this.client.post(
+      '/internal/registrations/check',
+      thumbprint ? { userId, thumbprint } : { userId },
+    );
     if (res.status !== 200) throw this.client.unavailable();
     let body: { registered?: unknown; owners?: unknown; reason?: unknown };
     try {
@@ -38,7 +45,8 @@ export class HttpRegistrationChecker implements RegistrationChecker {
     if (body.registered === true && Array.isArray(body.owners) && body.owners.every((o) => typeof o === 'string')) {
       return { registered: true, owners: body.owners as string[] };
     }
-    if (body.registered === false) return { registered: false, reason: body.reason === 'UserRemoved' ? 'UserRemoved' : 'CertificateRemoved' };
+    if (body.registered === false)
+      return { registered: false, reason: body.reason === 'UserRemoved' ? 'UserRemoved' : 'CertificateRemoved' };
     throw this.client.unavailable();
   }
 }

@@ -5,7 +5,10 @@ import { codeErrorHandler } from '@cp/service-kit';
 /** Error body of /sessions: `{"Code","Message"}`; 4xx of express keep their status as `BadRequest`. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return codeErrorHandler(logger, {
-    unavailable: { database: 'the session database does not answer; retry later', cache: 'the session cache does not answer; retry later' },
+    unavailable: {
+      database: 'the session database does not answer; retry later',
+      cache: 'the session cache does not answer; retry later',
+    },
     clientErrors: 'keepStatus',
   });
 }

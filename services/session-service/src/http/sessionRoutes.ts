@@ -13,7 +13,8 @@ export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): 
     if (!REFRESH_PATH.test(req.path)) return next();
     if (req.method !== 'POST') throw ServiceError.of('MethodNotAllowed');
     const sid = firstOf(req, ['auth.sid', 'sid']) ?? sidFromHeaders(req);
-    const refreshToken = firstOf(req, ['refresh-token', 'refreshToken']) ?? header(req, headerKey(HEADERS.refreshToken));
+    const refreshToken =
+      firstOf(req, ['refresh-token', 'refreshToken']) ?? header(req, headerKey(HEADERS.refreshToken));
     const apiKey = firstOf(req, ['api-key', 'apiKey']) ?? header(req, headerKey(HEADERS.apiKey));
     const missing = [!sid && 'auth.sid', !refreshToken && 'refresh-token', !apiKey && 'api-key'].filter(Boolean);
     if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
@@ -29,9 +30,21 @@ export function internalRoutes(sessions: SessionService): Router {
   const router = Router();
   router.use(express.json({ limit: '16kb' }));
   router.post('/sessions', async (req, res) => {
-    const { userId, owners, thumbprint } = (req.body ?? {}) as { userId?: unknown; owners?: unknown; thumbprint?: unknown };
-    if (typeof userId !== 'string' || !userId || !Array.isArray(owners) || !owners.every((o) => typeof o === 'string')) {
-      throw ServiceError.of('MissingParameters', 'send {"userId": "...", "owners": ["..."], "thumbprint": "<sha-1 hex>"}');
+    const { userId, owners, thumbprint } = (req.body ?? {}) as {
+      userId?: unknown;
+      owners?: unknown;
+      thumbprint?: unknown;
+    };
+    if (
+      typeof userId !== 'string' ||
+      !userId ||
+      !Array.isArray(owners) ||
+      !owners.every((o) => typeof o === 'string')
+    ) {
+      throw ServiceError.of(
+        'MissingParameters',
+        'send {"userId": "...", "owners": ["..."], "thumbprint": "<sha-1 hex>"}',
+      );
     }
     if (thumbprint !== undefined && (typeof thumbprint !== 'string' || !/^[0-9A-Fa-f]{40}$/.test(thumbprint))) {
       throw ServiceError.of('MissingParameters', 'thumbprint must be the SHA-1 of the certificate, hex');

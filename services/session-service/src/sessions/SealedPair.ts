@@ -35,7 +35,9 @@ export function openPair(oldRefreshToken: string, oldRefreshHash: string, sealed
     decipher.setAuthTag(raw.subarray(12, 28));
     const text = Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
     const pair = JSON.parse(text) as Partial<TokenPair>;
-    return typeof pair.Sid === 'string' && typeof pair.RefreshToken === 'string' ? { Sid: pair.Sid, RefreshToken: pair.RefreshToken } : null;
+    return typeof pair.Sid === 'string' && typeof pair.RefreshToken === 'string'
+      ? { Sid: pair.Sid, RefreshToken: pair.RefreshToken }
+      : null;
   } catch {
     return null;
   } finally {

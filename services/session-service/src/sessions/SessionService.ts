@@ -69,7 +69,10 @@ export class SessionService {
     };
     await this.repo.insertFamily(family);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
-    await this.repo.insertPair({ ...this.pairFor(issued, userId, owners, now, this.endOf(family)), familyId: family._id });
+    await this.repo.insertPair({
+      ...this.pairFor(issued, userId, owners, now, this.endOf(family)),
+      familyId: family._id,
+    });
     return issued;
   }
 
@@ -93,19 +96,40 @@ export class SessionService {
     // Fill only after a plain miss, and only with an answer read just now: a fill that lands after
     // a tombstone expired must not bring back a session that was alive when it was read long ago.
     if (cached?.kind === 'miss' && performance.now() - startedAt < 2_000) {
-      const fill = fresh.state === 'live' ? this.cache.fillLive(sidHash, fresh.session, now) : fresh.state === 'dead' ? this.cache.fillDead(sidHash) : null;
+      const fill =
+        fresh.state === 'live'
+          ? this.cache.fillLive(sidHash, fresh.session, now)
+          : fresh.state === 'dead'
+            ? this.cache.fillDead(sidHash)
+            : null;
       await fill?.catch(() => undefined);
     }
-    return fresh.state === 'live' && fresh.session.sidExpiresAt > now ? { userId: fresh.session.userId, owners: fresh.session.owners } : null;
+    return fresh.state === 'live' && fresh.session.sidExpiresAt > now
+      ? { userId: fresh.session.userId, owners: fresh.session.owners }
+      : null;
   }
 
-  private async lookup(sidHash: string, now: number): Promise<{ state: 'live'; session: CachedSession } | { state: 'dead' } | { state: 'unknown' }> {
+  private async lookup(
+    sidHash: string,
+    now: number,
+  ): Promise<{ state: 'live'; session: CachedSession } | { state: 'dead' } | { state: 'unknown' }> {
     const pair = await this.repo.findPairBySid(sidHash);
     if (!pair) return { state: 'unknown' };
     if (pair.sidExpiresAt.getTime() <= now) return { state: 'dead' };
-    const [rotation, family] = await Promise.all([this.repo.findRotation(pair.refreshHash), this.repo.findFamily(pair.familyId)]);
+    const [rotation, family] = await Promise.all([
+      this.repo.findRotation(pair.refreshHash),
+      this.repo.findFamily(pair.familyId),
+    ]);
     if (rotation || !family || family.revokedAt) return { state: 'dead' };
-    return { state: 'live', session: { userId: pair.userId, owners: pair.owners, familyId: pair.familyId, sidExpiresAt: pair.sidExpiresAt.getTime() } };
+    return {
+      state: 'live',
+      session: {
+        userId: pair.userId,
+        owners: pair.owners,
+        familyId: pair.familyId,
+        sidExpiresAt: pair.sidExpiresAt.getTime(),
+      },
+    };
   }
 
   /**
@@ -124,7 +148,10 @@ export class SessionService {
     const refreshHash = tokenHash(refreshToken);
     const sidHash = tokenHash(sid);
     if (!refreshHash) throw ServiceError.of('InvalidRefreshToken');
-    const [pair, rotation] = await Promise.all([this.repo.findPairByRefresh(refreshHash), this.repo.findRotation(refreshHash)]);
+    const [pair, rotation] = await Promise.all([
+      this.repo.findPairByRefresh(refreshHash),
+      this.repo.findRotation(refreshHash),
+    ]);
     if (rotation) return this.replay(rotation, refreshToken, sidHash);
     if (!pair) throw ServiceError.of('InvalidRefreshToken');
     if (!sidHash || !sameHash(sidHash, pair._id)) throw ServiceError.of('SidMismatch');
@@ -137,7 +164,9 @@ export class SessionService {
     const registration = await this.registrations.check(family.userId, family.thumbprint);
     if (!registration.registered) {
       await this.revokeFamily(family._id, now);
-      throw registration.reason === 'UserRemoved' ? ServiceError.of('UserRemoved') : ServiceError.of('CertificateRemoved');
+      throw registration.reason === 'UserRemoved'
+        ? ServiceError.of('UserRemoved')
+        : ServiceError.of('CertificateRemoved');
     }
 
     await this.cache.bypass(pair._id).catch(redisDown);
@@ -171,8 +200,14 @@ export class SessionService {
   private async replay(rotation: RotationDoc, refreshToken: string, sidHash: string | null): Promise<IssuedPair> {
     const now = this.clock();
     const inGrace =
-      rotation.sealed !== undefined && rotation.next !== undefined && rotation.graceUntil !== undefined && rotation.graceUntil.getTime() > now.getTime();
-    const issued = inGrace && sidHash && sameHash(sidHash, rotation.sidHash) ? openPair(refreshToken, rotation._id, rotation.sealed!) : null;
+      rotation.sealed !== undefined &&
+      rotation.next !== undefined &&
+      rotation.graceUntil !== undefined &&
+      rotation.graceUntil.getTime() > now.getTime();
+    const issued =
+      inGrace && sidHash && sameHash(sidHash, rotation.sidHash)
+        ? openPair(refreshToken, rotation._id, rotation.sealed!)
+        : null;
     // The successor already rotated: whoever retries the old token now is not the one who got it.
     if (!issued || (await this.repo.findRotation(rotation.next!.refreshHash))) {
       await this.revokeFamily(rotation.familyId, now);
@@ -191,10 +226,14 @@ export class SessionService {
     await this.repo.ensurePair({ ...rotation.next!, familyId: rotation.familyId });
     await this.cache
       .tombstone(rotation.sidHash)
-      .catch((error: unknown) => this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'));
+      .catch((error: unknown) =>
+        this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'),
+      );
     await this.repo
       .deletePair({ _id: rotation.sidHash, refreshHash: rotation._id })
-      .catch((error: unknown) => this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'));
+      .catch((error: unknown) =>
+        this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'),
+      );
     // A reuse elsewhere may have revoked the family while this rotation ran.
     const after = await this.repo.findFamily(rotation.familyId);
     if (!after || after.revokedAt) {
@@ -211,7 +250,9 @@ export class SessionService {
       const rotation = await this.repo.findRotation(refreshHash);
       if (rotation) return rotation;
       if (performance.now() >= deadline)
-        throw ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', { retryAfterSeconds: 1 });
+        throw ServiceError.of('ServiceUnavailable', 'another refresh with this token is under way; retry', {
+          retryAfterSeconds: 1,
+        });
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -237,7 +278,10 @@ export class SessionService {
       await Promise.all(sidHashes.map((h) => this.cache.tombstone(h)));
     } catch (error) {
       // Cached entries live at most CACHE_TTL_SECONDS; MongoDB already says revoked.
-      this.logger.error({ err: String(error), familyId }, 'revoked a session family but could not tombstone its cached sids');
+      this.logger.error(
+        { err: String(error), familyId },
+        'revoked a session family but could not tombstone its cached sids',
+      );
     }
   }
 

@@ -93,7 +93,9 @@ export class SessionRepository {
    */
   async ensurePair(doc: PairDoc): Promise<void> {
     await ignoreDuplicate(this.pairs.insertOne(doc));
-    await ignoreDuplicate(this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }));
+    await ignoreDuplicate(
+      this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
+    );
   }
 
   findPairBySid(sidHash: string): Promise<PairDoc | null> {
@@ -152,10 +154,16 @@ export class SessionRepository {
     let removed = (await this.pairs.deleteMany({ refreshExpiresAt: { $lte: now } })).deletedCount;
     removed += (await this.rotations.deleteMany({ expiresAt: { $lte: now } })).deletedCount;
     // Past its grace window a sealed pair is never opened again: erase it.
-    await this.rotations.updateMany({ graceUntil: { $lte: now }, sealed: { $exists: true } }, { $unset: { sealed: '' } });
+    await this.rotations.updateMany(
+      { graceUntil: { $lte: now }, sealed: { $exists: true } },
+      { $unset: { sealed: '' } },
+    );
     await this.refreshKeys.deleteMany({ expiresAt: { $lte: now } });
     const old = await this.families
-      .find({ createdAt: { $lte: new Date(now.getTime() - familyMaxAgeMs) }, _id: { $gt: this.familyCursor } }, { projection: { _id: 1 } })
+      .find(
+        { createdAt: { $lte: new Date(now.getTime() - familyMaxAgeMs) }, _id: { $gt: this.familyCursor } },
+        { projection: { _id: 1 } },
+      )
       .sort({ _id: 1 })
       .limit(batch)
       .toArray();
