@@ -6,3 +6,4 @@ export { HEADERS, headerKey } from './headers';
 export { parseContentRange, formatContentRange, type ContentRange } from './contentRange';
 export { parseRange, resolveRange, formatRange, type RangeRequest, type ResolvedRange } from './range';
 export { RangeSyntaxError } from './RangeSyntaxError';
+export { formatReceivedRanges, parseReceivedRanges, type ReceivedRange } from './receivedRanges';

@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import { parseContentRange, parseRange, resolveRange, RangeSyntaxError } from '../src';
+import {
+  formatReceivedRanges,
+  parseContentRange,
+  parseRange,
+  parseReceivedRanges,
+  resolveRange,
+  RangeSyntaxError,
+} from '../src';
 
 const offset = fc.integer({ min: 0, max: 40 * 2 ** 30 });
 
@@ -127,5 +134,19 @@ describe('parseRange and resolveRange', () => {
         }
       }),
     );
+  });
+});
+
+describe('X-Received-Ranges', () => {
+  it('writes X-Received-Ranges and reads it back', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(offset, fc.nat(2 ** 20)), { maxLength: 20 }), (pairs) => {
+        const ranges = pairs.map(([start, n]) => ({ start, end: start + n }));
+        expect(parseReceivedRanges(formatReceivedRanges(ranges))).toEqual(ranges);
+      }),
+    );
+    expect(formatReceivedRanges([])).toBe('');
+    expect(parseReceivedRanges(undefined)).toEqual([]);
+    expect(() => parseReceivedRanges('0-9,abc')).toThrow();
   });
 });

@@ -1,4 +1,4 @@
-import { PART_SIZE } from '../src/uploads/PartGrid';
+import { PART_SIZE } from '@cp/protocol';
 import { allReceived, claimCompletion, claimWork } from '../src/uploads/WorkClaims';
 import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 

@@ -1,6 +1,6 @@
 import { ServiceError } from '@cp/errors';
 import type { PartRanges } from '../src/store/UploadBook';
-import { MAX_CONTENT_SIZE, PART_SIZE } from '../src/uploads/PartGrid';
+import { MAX_CONTENT_SIZE, PART_SIZE } from '@cp/protocol';
 import {
   admitWrite,
   advancesLastByte,

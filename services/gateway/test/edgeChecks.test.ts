@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import fc from 'fast-check';
-import { parseContentRange } from '@cp/ranges';
+import { parseContentRange } from '@cp/protocol';
 import { refusalOf } from '../src/http/edgeChecks';
 import { routeLabel } from '../src/http/routes';
 
@@ -151,7 +151,7 @@ describe('routeLabel', () => {
 });
 
 describe('the edge and the content-service read Content-Range alike', () => {
-  it('refuses as invalidRange exactly what libs/ranges cannot parse', () => {
+  it('refuses as invalidRange exactly what @cp/protocol cannot parse', () => {
     const piece = fc.oneof(
       fc.constantFrom(
         'bytes ',

@@ -1,8 +1,7 @@
 import { ServiceError } from '@cp/errors';
-import { resolveRange, type RangeRequest } from '@cp/ranges';
+import { formatContentRange, HEADERS, resolveRange, type RangeRequest, type ReceivedRange } from '@cp/protocol';
 import { isRangeRefused, type ObjectInfo, type ObjectStore, type StoredObject } from '../store/ObjectStore';
 import type { UploadRecord } from '../store/UploadBook';
-import type { ByteRange } from '../uploads/ByteRanges';
 import { contentKey } from '../uploads/ObjectKeys';
 import type { UploadStatusReader } from '../uploads/UploadStatus';
 
@@ -21,7 +20,7 @@ export interface Download {
 /** What HEAD tells: a finished content's object, or an unfinished upload's received ranges. */
 export type ContentStatus =
   | { state: 'ready'; info: ObjectInfo }
-  | { state: 'uploading'; record: UploadRecord; total: number | null; received: ByteRange[] };
+  | { state: 'uploading'; record: UploadRecord; total: number | null; received: ReceivedRange[] };
 
 /**
  * Serves finished contents straight from S3: their object is their record, so a GET is one
@@ -43,7 +42,7 @@ export class DownloadService {
     if (again) return { state: 'ready', info: again };
     if (record === 'ready') throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
     const { total, ranges } = await this.uploads.received(record);
-    return { state: 'uploading', record, total, received: ranges };
+    return { state: 'uploading', record, total, received: ranges.map(({ a, b }) => ({ start: a, end: b })) };
   }
 
   async open(ownerId: string, id: string, range: RangeRequest | null, signal: AbortSignal): Promise<Download> {
@@ -102,7 +101,7 @@ export class DownloadService {
         'rangeTotalMismatch',
         `the range names a total of ${range.total} bytes; the content has ${total}`,
         {
-          headers: { 'Content-Range': `bytes */${total}` },
+          headers: { [HEADERS.contentRange]: formatContentRange(null, total) },
         },
       );
     }
@@ -144,6 +143,6 @@ function notSatisfiable(total: number): ServiceError {
     total === 0
       ? 'the content is empty: no range of it can be served; GET it without Range'
       : `the content has ${total} bytes; the range starts past its end`,
-    { headers: { 'Content-Range': `bytes */${total}` } },
+    { headers: { [HEADERS.contentRange]: formatContentRange(null, total) } },
   );
 }

@@ -1,12 +1,18 @@
 import { Router, type Request, type Response } from 'express';
 import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '@cp/errors';
-import { parseContentRange, parseRange } from '@cp/ranges';
+import {
+  formatContentRange,
+  formatReceivedRanges,
+  headerKey,
+  HEADERS,
+  parseContentRange,
+  parseRange,
+} from '@cp/protocol';
 import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
-import { formatRanges } from '../uploads/ByteRanges';
 import { timingsOf } from '../uploads/StageTimings';
 import type { UploadService } from '../uploads/UploadService';
 
@@ -58,15 +64,15 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const status = await downloads.status(ownerId, contentId);
-    res.setHeader('X-Upload-State', status.state);
+    res.setHeader(HEADERS.uploadState, status.state);
     if (status.state === 'ready') {
       const total = status.info.contentLength;
-      res.setHeader('X-Content-Total', String(total));
-      res.setHeader('X-Received-Ranges', total > 0 ? `0-${total - 1}` : '');
+      res.setHeader(HEADERS.contentTotal, String(total));
+      res.setHeader(HEADERS.receivedRanges, total > 0 ? formatReceivedRanges([{ start: 0, end: total - 1 }]) : '');
       setObjectHeaders(res, status.info, total);
     } else {
-      if (status.total !== null) res.setHeader('X-Content-Total', String(status.total));
-      res.setHeader('X-Received-Ranges', formatRanges(status.received));
+      if (status.total !== null) res.setHeader(HEADERS.contentTotal, String(status.total));
+      res.setHeader(HEADERS.receivedRanges, formatReceivedRanges(status.received));
     }
     res.status(200).end();
   });
@@ -82,10 +88,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     res.status(download.status);
     setObjectHeaders(res, download.info, download.length);
     if (download.range)
-      res.setHeader(
-        'Content-Range',
-        `bytes ${download.range.start}-${download.range.end}/${download.info.contentLength}`,
-      );
+      res.setHeader(HEADERS.contentRange, formatContentRange(download.range, download.info.contentLength));
     if (!download.body) {
       res.end();
       return;
@@ -122,7 +125,7 @@ function requireOwner(req: Request): string {
 }
 
 function readWriteHeaders(req: Request) {
-  const rangeHeader = req.headers['content-range'];
+  const rangeHeader = req.headers[headerKey(HEADERS.contentRange)];
   const range = rangeHeader === undefined ? null : parseContentRange(rangeHeader);
   const lengthHeader = req.headers['content-length'];
   const chunked = /(^|,)\s*chunked\s*$/i.test(req.headers['transfer-encoding'] ?? '');

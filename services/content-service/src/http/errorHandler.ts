@@ -2,7 +2,7 @@ import type { ErrorRequestHandler } from 'express';
 import { contentsErrorBody, ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { jsonErrorHandler, unavailableDependency } from '@cp/service-kit';
-import { RangeSyntaxError } from '@cp/ranges';
+import { HEADERS, RangeSyntaxError } from '@cp/protocol';
 import { isS3Unavailable } from '../store/ObjectStore';
 import { BodyLengthMismatch } from '../uploads/ExactLengthStream';
 import { ClientDisconnected } from '../uploads/exactBody';
@@ -19,7 +19,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (!(error instanceof ServiceError) && e.status < 500)
       logger.info({ reqId: req.id, err: error }, 'request refused');
     // HEAD answers carry no body: the error's id travels in a header as well.
-    if (!res.headersSent) res.setHeader('X-Error-Id', `urn:error:contents:${e.code}`);
+    if (!res.headersSent) res.setHeader(HEADERS.errorId, `urn:error:contents:${e.code}`);
     handler(error, req, res, next);
   };
 }

@@ -34,10 +34,3 @@ export function mergeRanges(ranges: readonly ByteRange[]): ByteRange[] {
 export function covers(ranges: readonly ByteRange[], target: ByteRange): boolean {
   return mergeRanges(ranges).some((r) => r.a <= target.a && r.b >= target.b);
 }
-
-/** `0-99,200-299`: the received ranges as sent in the X-Received-Ranges header. */
-export function formatRanges(ranges: readonly ByteRange[]): string {
-  return mergeRanges(ranges)
-    .map((r) => `${r.a}-${r.b}`)
-    .join(',');
-}

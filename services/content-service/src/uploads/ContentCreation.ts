@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { ContentRange } from '@cp/ranges';
+import { PART_SIZE, type ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
 import { contentKey } from './ObjectKeys';
-import { PART_SIZE } from './PartGrid';
 import type { RangeWriter } from './RangeWriter';
 import type { StageTimings } from './StageTimings';
 import type { UploadCleanup } from './UploadCleanup';

@@ -1,7 +1,4 @@
-/** Part size P: every S3 multipart part but the last covers exactly this many bytes. */
-export const PART_SIZE = 64 * 1024 * 1024;
-/** The largest content accepted: 30 GiB. */
-export const MAX_CONTENT_SIZE = 30 * 1024 * 1024 * 1024;
+import { PART_SIZE } from '@cp/protocol';
 
 /**
  * The fixed grid that maps content bytes onto S3 multipart parts: part k (1-based) covers bytes

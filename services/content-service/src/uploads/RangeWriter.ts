@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
-import type { ContentRange } from '@cp/ranges';
+import type { ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import { emptyUploadState, type Piece } from '../store/UploadBook';
 import type { ByteRange } from './ByteRanges';

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
-import type { ContentRange } from '@cp/ranges';
+import type { ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import type { Piece } from '../store/UploadBook';
 import { exactBody } from './exactBody';

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from '@cp/logging';
-import type { ContentRange } from '@cp/ranges';
-import type { BookCommits } from '../store/BookCommits';
+import type { ContentRange } from '@cp/protocol';
+import type { BookCommits } from './BookCommits';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadBook } from '../store/UploadBook';
 import type { PartAssembler } from './PartAssembler';

@@ -1,5 +1,5 @@
 import { ServiceError } from '@cp/errors';
-import { BookCommits } from '../store/BookCommits';
+import { BookCommits } from './BookCommits';
 import type { UploadRecord } from '../store/UploadBook';
 import { BackgroundAssemblies } from './BackgroundAssemblies';
 import { ContentCreation } from './ContentCreation';

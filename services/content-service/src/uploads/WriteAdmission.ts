@@ -1,9 +1,10 @@
 import { ServiceError } from '@cp/errors';
-import type { ContentRange } from '@cp/ranges';
+import type { ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import type { PartRanges, UploadState } from '../store/UploadBook';
 import { classifyRange, type ByteRange } from './ByteRanges';
-import { MAX_CONTENT_SIZE, PART_SIZE, PartGrid } from './PartGrid';
+import { MAX_CONTENT_SIZE, PART_SIZE } from '@cp/protocol';
+import { PartGrid } from './PartGrid';
 
 /**
  * The rules a write must pass, as pure functions of what the request says and what the content's
