@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceError } from '@cp/errors';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
-import { BookCommits, type BookView } from '../src/store/BookCommits';
+import { BookCommits, type BookView } from '../src/uploads/BookCommits';
 import { RedisUploadBook } from '../src/store/RedisUploadBook';
 import { StaleBookRead, type PartRanges, type UploadRecord } from '../src/store/UploadBook';
 import { contentKey } from '../src/uploads/ObjectKeys';

@@ -2,21 +2,20 @@ import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
-  CreateBucketCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   ListObjectsV2Command,
   ListPartsCommand,
   HeadBucketCommand,
-  PutBucketLifecycleConfigurationCommand,
   S3Client,
-  S3ServiceException,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { isNotFound, isS3Unavailable, orNull, unquote } from './s3Errors';
+import { headerKey, HEADERS, parseContentRange, type ContentRange } from '@cp/protocol';
+import { isS3Unavailable, orNull, unquote } from './s3Errors';
 import type { IncomingMessage } from 'node:http';
+import { ensureBucket, setAbortIncompleteUploadsRule } from './bucketSetup';
 import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
 import {
   infoOf,
@@ -26,7 +25,7 @@ import {
   type ServedObject,
   type StoredObject,
 } from './ObjectInfo';
-import { StorageTimeout, watchedDownload, watchedUpload } from './S3Progress';
+import { StorageTimeout, streamInto, watchedDownload, withDeadline } from './S3Progress';
 
 export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
 export { StorageTimeout } from './S3Progress';
@@ -48,68 +47,38 @@ export class ObjectStore {
     this.direct = new DirectS3(s3, bucket);
   }
 
-  /**
-   * Sends a call with a deadline on its answer. The deadline ends once the answer's headers came,
-   * so a GetObject body streams as long as it flows (the socket's idle timeout watches it then).
-   */
-  private async bounded<O>(send: (abortSignal: AbortSignal) => Promise<O>, outer?: AbortSignal): Promise<O> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.timeouts.callMs);
-    const onOuterAbort = () => controller.abort();
-    outer?.addEventListener('abort', onOuterAbort, { once: true });
-    try {
-      return await send(controller.signal);
-    } catch (error) {
-      if (controller.signal.aborted && !outer?.aborted)
-        throw new StorageTimeout(`S3 did not answer within ${this.timeouts.callMs} ms`, { cause: error });
-      throw error;
-    } finally {
-      clearTimeout(timer);
-      outer?.removeEventListener('abort', onOuterAbort);
-    }
+  /** The bucket and key of a call's input. */
+  private at(key: string): { Bucket: string; Key: string } {
+    return { Bucket: this.bucket, Key: key };
   }
 
-  async ensureBucket(): Promise<void> {
-    try {
-      await this.ping();
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-      try {
-        await this.bounded((abortSignal) =>
-          this.s3.send(new CreateBucketCommand({ Bucket: this.bucket }), { abortSignal }),
-        );
-      } catch (createError) {
-        if (!(createError instanceof S3ServiceException && /BucketAlready(Exists|OwnedByYou)/.test(createError.name)))
-          throw createError;
-      }
-    }
+  /** A call without a streamed body, with a deadline on its answer (see withDeadline). */
+  private bounded<O>(send: (abortSignal: AbortSignal) => Promise<O>, outer?: AbortSignal): Promise<O> {
+    return withDeadline(this.timeouts.callMs, send, outer);
   }
 
-  /** The backstop for uploads the sweeper never saw; not every S3 server supports it. */
-  async setAbortIncompleteUploadsRule(days: number): Promise<boolean> {
-    const rule = {
-      ID: 'abort-incomplete-multipart-uploads',
-      Status: 'Enabled' as const,
-      Filter: { Prefix: '' },
-      AbortIncompleteMultipartUpload: { DaysAfterInitiation: days },
-    };
-    try {
-      await this.bounded((abortSignal) =>
-        this.s3.send(
-          new PutBucketLifecycleConfigurationCommand({
-            Bucket: this.bucket,
-            LifecycleConfiguration: { Rules: [rule] },
-          }),
-          { abortSignal },
-        ),
-      );
-      return true;
-    } catch (error) {
-      // 4xx: refused; 501: the server has no lifecycle rules at all (versitygw)
-      const status = error instanceof S3ServiceException ? (error.$metadata.httpStatusCode ?? 500) : 500;
-      if (status < 500 || status === 501) return false;
-      throw error;
-    }
+  /** A call whose body is a stream, watched for S3's progress (see streamInto). */
+  private streaming<O>(
+    body: Readable,
+    send: (watched: Readable, abortSignal: AbortSignal) => Promise<O>,
+    signal?: AbortSignal,
+  ): Promise<O> {
+    return streamInto(body, this.timeouts.stallMs, send, signal);
+  }
+
+  /** Creates the bucket when it does not exist (see bucketSetup). */
+  ensureBucket(): Promise<void> {
+    return ensureBucket(
+      this.s3,
+      this.bucket,
+      (send) => this.bounded(send),
+      () => this.ping(),
+    );
+  }
+
+  /** The backstop for uploads the sweeper never saw; false where the server refuses it (see bucketSetup). */
+  setAbortIncompleteUploadsRule(days: number): Promise<boolean> {
+    return setAbortIncompleteUploadsRule(this.s3, this.bucket, days, (send) => this.bounded(send));
   }
 
   async ping(): Promise<void> {
@@ -156,17 +125,8 @@ export class ObjectStore {
   }
 
   async createMultipartUpload(key: string, contentType: string, metadata?: Record<string, string>): Promise<string> {
-    const out = await this.bounded((abortSignal) =>
-      this.s3.send(
-        new CreateMultipartUploadCommand({
-          Bucket: this.bucket,
-          Key: key,
-          ContentType: contentType,
-          Metadata: metadata,
-        }),
-        { abortSignal },
-      ),
-    );
+    const command = new CreateMultipartUploadCommand({ ...this.at(key), ContentType: contentType, Metadata: metadata });
+    const out = await this.bounded((abortSignal) => this.s3.send(command, { abortSignal }));
     if (!out.UploadId) throw new Error('S3 returned no UploadId');
     return out.UploadId;
   }
@@ -180,61 +140,12 @@ export class ObjectStore {
     contentLength: number,
     signal?: AbortSignal,
   ): Promise<string> {
-    const out = await this.streaming(
-      body,
-      (watched, abortSignal) =>
-        this.s3.send(
-          new UploadPartCommand({
-            Bucket: this.bucket,
-            Key: key,
-            UploadId: uploadId,
-            PartNumber: partNumber,
-            Body: watched,
-            ContentLength: contentLength,
-          }),
-          {
-            abortSignal,
-          },
-        ),
-      signal,
-    );
+    const input = { ...this.at(key), UploadId: uploadId, PartNumber: partNumber, ContentLength: contentLength };
+    const send = (Body: Readable, abortSignal: AbortSignal) =>
+      this.s3.send(new UploadPartCommand({ ...input, Body }), { abortSignal });
+    const out = await this.streaming(body, send, signal);
     if (!out.ETag) throw new Error('S3 returned no ETag for the part');
     return out.ETag;
-  }
-
-  /**
-   * Sends a request whose body is a stream. The SDK pipes the body without watching it for
-   * errors; a body that fails (short, too long, client gone) aborts the S3 request, and that
-   * error, not the abort, is what the caller sees. So does `signal` (a claim the caller lost):
-   * its reason is what the caller sees. No fixed deadline (a 64 MiB part from a slow client may
-   * take minutes); instead the call fails when S3 stops making progress for `stallMs`: bytes are
-   * waiting and S3 takes none, or the body is sent and no answer comes. A client that is slow to
-   * send is not S3's fault and never trips it.
-   */
-  private async streaming<O>(
-    body: Readable,
-    send: (watched: Readable, abortSignal: AbortSignal) => Promise<O>,
-    signal?: AbortSignal,
-  ): Promise<O> {
-    const controller = new AbortController();
-    let failure: unknown;
-    const onError = (error: unknown) => {
-      failure ??= error;
-      controller.abort();
-    };
-    body.on('error', onError);
-    const onAbort = () => onError(signal!.reason);
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener('abort', onAbort);
-    const { stop } = watchedUpload(body, this.timeouts.stallMs, onError);
-    try {
-      return await send(body, controller.signal);
-    } catch (error) {
-      throw failure ?? error;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      stop();
-    }
   }
 
   async completeMultipartUpload(
@@ -243,15 +154,13 @@ export class ObjectStore {
     parts: { partNumber: number; etag: string }[],
     signal?: AbortSignal,
   ): Promise<void> {
-    await this.s3.send(
-      new CompleteMultipartUploadCommand({
-        Bucket: this.bucket,
-        Key: key,
-        UploadId: uploadId,
-        MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
-      }),
-      { abortSignal: signal },
-    );
+    const Parts = parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag }));
+    const command = new CompleteMultipartUploadCommand({
+      ...this.at(key),
+      UploadId: uploadId,
+      MultipartUpload: { Parts },
+    });
+    await this.s3.send(command, { abortSignal: signal });
   }
 
   /** The parts S3 holds for a multipart upload: part number → ETag (without quotes) and size. */
@@ -263,14 +172,8 @@ export class ObjectStore {
     const parts = new Map<number, { etag: string; size: number }>();
     let marker: string | undefined;
     do {
-      const page = await this.bounded(
-        (abortSignal) =>
-          this.s3.send(
-            new ListPartsCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }),
-            { abortSignal },
-          ),
-        signal,
-      );
+      const command = new ListPartsCommand({ ...this.at(key), UploadId: uploadId, PartNumberMarker: marker });
+      const page = await this.bounded((abortSignal) => this.s3.send(command, { abortSignal }), signal);
       for (const p of page.Parts ?? []) parts.set(p.PartNumber!, { etag: unquote(p.ETag ?? ''), size: p.Size ?? -1 });
       marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
     } while (marker);
@@ -278,13 +181,8 @@ export class ObjectStore {
   }
 
   async abortMultipartUpload(key: string, uploadId: string): Promise<void> {
-    await orNull(
-      this.bounded((abortSignal) =>
-        this.s3.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }), {
-          abortSignal,
-        }),
-      ),
-    );
+    const command = new AbortMultipartUploadCommand({ ...this.at(key), UploadId: uploadId });
+    await orNull(this.bounded((abortSignal) => this.s3.send(command, { abortSignal })));
   }
 
   /** What S3 says of an object, or null when it does not exist. */
@@ -302,13 +200,13 @@ export class ObjectStore {
     const res = await orNull(this.read({ method: 'GET', key, headers: range ? { range } : {} }, signal));
     if (!res) return null;
     const length = Number(res.headers['content-length'] ?? 0);
-    const served = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(res.headers['content-range'] ?? '');
+    const served = servedRange(res.headers[headerKey(HEADERS.contentRange)]);
     const body = watchedDownload(res, this.timeouts.stallMs);
     return {
-      info: infoOf(res, served ? Number(served[3]) : length),
+      info: infoOf(res, served?.total ?? length),
       body,
       contentLength: length,
-      start: served ? Number(served[1]) : 0,
+      start: served?.start ?? 0,
       ranged: !!served,
     };
   }
@@ -331,9 +229,7 @@ export class ObjectStore {
   }
 
   async delete(key: string): Promise<void> {
-    await this.bounded((abortSignal) =>
-      this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal }),
-    );
+    await this.bounded((abortSignal) => this.s3.send(new DeleteObjectCommand(this.at(key)), { abortSignal }));
   }
 
   /** Deletes objects, up to 1,000 per request. Keys that do not exist are not an error. */
@@ -344,19 +240,14 @@ export class ObjectStore {
         await this.delete(batch[0]!);
         continue;
       }
-      const out = await this.bounded((abortSignal) =>
-        this.s3.send(
-          new DeleteObjectsCommand({
-            Bucket: this.bucket,
-            Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
-          }),
-          { abortSignal },
-        ),
-      );
+      const Delete = { Objects: batch.map((Key) => ({ Key })), Quiet: true };
+      const command = new DeleteObjectsCommand({ Bucket: this.bucket, Delete });
+      const out = await this.bounded((abortSignal) => this.s3.send(command, { abortSignal }));
       const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
-      if (failed.length > 0)
+      const first = failed[0];
+      if (first)
         throw new Error(
-          `S3 could not delete ${failed.length} objects, first ${failed[0]!.Key}: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`,
+          `S3 could not delete ${failed.length} objects, first ${first.Key}: ${first.Code} ${first.Message ?? ''}`,
         );
     }
   }
@@ -366,16 +257,22 @@ export class ObjectStore {
     let deleted = 0;
     let token: string | undefined;
     do {
-      const page = await this.bounded((abortSignal) =>
-        this.s3.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }), {
-          abortSignal,
-        }),
-      );
+      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token });
+      const page = await this.bounded((abortSignal) => this.s3.send(command, { abortSignal }));
       const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
       await this.deleteMany(keys);
       deleted += keys.length;
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return deleted;
+  }
+}
+
+/** The range S3 says it served (its Content-Range); null when it served the whole object. */
+function servedRange(header: string | undefined): ContentRange | null {
+  try {
+    return header ? parseContentRange(header) : null;
+  } catch {
+    return null;
   }
 }

@@ -95,3 +95,64 @@ export function watchedDownload(source: Readable, stallMs: number): Readable {
   source.once('close', () => clearInterval(watchdog));
   return source;
 }
+
+/**
+ * Sends a call with a deadline on its answer. The deadline ends once the answer's headers came,
+ * so a GetObject body streams as long as it flows (the socket's idle timeout watches it then).
+ */
+export async function withDeadline<O>(
+  callMs: number,
+  send: (abortSignal: AbortSignal) => Promise<O>,
+  outer?: AbortSignal,
+): Promise<O> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), callMs);
+  const onOuterAbort = () => controller.abort();
+  outer?.addEventListener('abort', onOuterAbort, { once: true });
+  try {
+    return await send(controller.signal);
+  } catch (error) {
+    if (controller.signal.aborted && !outer?.aborted)
+      throw new StorageTimeout(`S3 did not answer within ${callMs} ms`, { cause: error });
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+/**
+ * Sends a request whose body is a stream. The SDK pipes the body without watching it for
+ * errors; a body that fails (short, too long, client gone) aborts the S3 request, and that
+ * error, not the abort, is what the caller sees. So does `signal` (a claim the caller lost):
+ * its reason is what the caller sees. No fixed deadline (a 64 MiB part from a slow client may
+ * take minutes); instead the call fails when S3 stops making progress for `stallMs`: bytes are
+ * waiting and S3 takes none, or the body is sent and no answer comes. A client that is slow to
+ * send is not S3's fault and never trips it.
+ */
+export async function streamInto<O>(
+  body: Readable,
+  stallMs: number,
+  send: (watched: Readable, abortSignal: AbortSignal) => Promise<O>,
+  signal?: AbortSignal,
+): Promise<O> {
+  const controller = new AbortController();
+  let failure: unknown;
+  const onError = (error: unknown) => {
+    failure ??= error;
+    controller.abort();
+  };
+  body.on('error', onError);
+  const onAbort = () => onError(signal!.reason);
+  if (signal?.aborted) onAbort();
+  signal?.addEventListener('abort', onAbort);
+  const { stop } = watchedUpload(body, stallMs, onError);
+  try {
+    return await send(body, controller.signal);
+  } catch (error) {
+    throw failure ?? error;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    stop();
+  }
+}

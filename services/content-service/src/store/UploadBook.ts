@@ -1,5 +1,3 @@
-import type { ByteRange } from '../uploads/ByteRanges';
-
 /**
  * The bookkeeping of unfinished uploads: one contract, kept by RedisUploadBook in production
  * and by an in-memory book in unit tests; test/uploadBook.contract.int.test.ts holds both to it.
@@ -59,8 +57,10 @@ export interface UploadRecord {
   expiresAt: Date;
 }
 
-/** A range received for a content: an aligned S3 part, or a piece staged as its own S3 object. */
-export interface Piece extends ByteRange {
+/** A range received for a content, bytes [a, b]: an aligned S3 part, or a piece staged as its own S3 object. */
+export interface Piece {
+  a: number;
+  b: number;
   kind: 'part' | 'staged';
   /** Staged pieces: the S3 object holding the bytes, and their SHA-256 (to recognise a retry after assembly). */
   key: string | null;

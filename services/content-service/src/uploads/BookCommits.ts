@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceError } from '@cp/errors';
 import { performance } from 'node:perf_hooks';
-import type { StageTimings } from '../uploads/StageTimings';
-import { StaleBookRead, type PartRanges, type UploadBook, type UploadState } from './UploadBook';
+import type { StageTimings } from './StageTimings';
+import { StaleBookRead, type PartRanges, type UploadBook, type UploadState } from '../store/UploadBook';
 
 /** One upload's bookkeeping as a change sees it: the latest state, and its parts read on demand. */
 export interface BookView {

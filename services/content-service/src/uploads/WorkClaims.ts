@@ -1,4 +1,4 @@
-import type { BookView } from '../store/BookCommits';
+import type { BookView } from './BookCommits';
 import type { Piece, UploadState } from '../store/UploadBook';
 import { covers } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';

@@ -8,7 +8,7 @@ import {
   type UploadRecord,
   type UploadState,
 } from '../../src/store/UploadBook';
-import type { BookView } from '../../src/store/BookCommits';
+import type { BookView } from '../../src/uploads/BookCommits';
 
 /** The upload book in memory, for unit tests of the rules that read and change it (held to the same contract as RedisUploadBook). */
 export class MemoryUploadBook implements UploadBook {
