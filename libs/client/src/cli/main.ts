@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import { fstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { ContentClient, type Credentials, type Progress } from '../ContentClient';
 import {
   ApiError,
@@ -14,39 +13,9 @@ import {
 import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
 import { parseDuration } from './duration';
 import { defaultConfigPath, readConfig, resolveSettings, writeConfig, type SavedConfig } from './config';
+import { parseCommandLine } from './args';
 import { progressView, type ProgressView } from './progress';
-
-const USAGE = `usage: content <command> [options]
-
-commands:
-  login --cert <pem> --key <pem> --api-key <key>   sign in with a certificate; the session is saved
-  upload <file> [--resume <id>] [--parallel 4] [--content-type <type>]
-  upload - [--size <bytes>] ...                     upload standard input (a pipe); see the README
-  download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
-  status <id>
-  refresh                                            rotate the saved session
-  --version, -V                                      print the version
-  --help, -h                                         print this
-
-options for every command (a flag beats its environment variable, which beats the saved login):
-  --url <gateway>      the API (default: $CONTENT_URL, else saved, else http://127.0.0.1:8080)
-  --owner <uuid>       the owner to act for (default: $CONTENT_OWNER, else saved)
-  --token <jwt>        a Bearer token instead of the saved session (also $CONTENT_TOKEN)
-  --json               machine-readable output on stdout, no progress
-  --config <file>      where the session is saved (default $XDG_CONFIG_HOME/content-platform/config.json,
-                       $XDG_CONFIG_HOME defaulting to ~/.config; written with mode 0600)
-  --retry-for <time>   how long each request (each part) keeps being retried while the service is
-                       unavailable (503, 429, 408, 502, 504, refused or broken connections): 30s, 5m ...
-                       (default 2m; 0 for no retries)
-
-environment: CONTENT_URL, CONTENT_OWNER, CONTENT_TOKEN; HTTPS_PROXY, HTTP_PROXY and NO_PROXY (or
-lower case) send requests through a proxy
-
-exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403, unusable --cert/--key), 4 not found, 5 conflict or
-refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
-(length or SHA-256 of a download, length of an upload stream), 130 interrupted`;
-
-class UsageError extends Error {}
+import { USAGE, UsageError } from './usage';
 
 /** This package's version (package.json is two levels up from both src/cli and dist/cli). */
 export function packageVersion(): string {
@@ -72,29 +41,7 @@ export async function run(
 ): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        url: { type: 'string' },
-        owner: { type: 'string' },
-        token: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        config: { type: 'string' },
-        cert: { type: 'string' },
-        key: { type: 'string' },
-        'api-key': { type: 'string' },
-        resume: { type: 'string' },
-        parallel: { type: 'string' },
-        'content-type': { type: 'string' },
-        sha256: { type: 'string' },
-        size: { type: 'string' },
-        restart: { type: 'boolean', default: false },
-        'retry-for': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-        version: { type: 'boolean', short: 'V', default: false },
-      },
-    });
+    parsed = parseCommandLine(argv);
   } catch (error) {
     err.write(`content: ${(error as Error).message}\n\n${USAGE}\n`);
     return 2;
