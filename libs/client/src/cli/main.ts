@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { fstatSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ContentClient, type Credentials, type Progress } from '../ContentClient';
+import { ContentClient, type Credentials } from '../ContentClient';
 import {
   ApiError,
   ContentStateError,
@@ -12,8 +12,14 @@ import {
 } from '../errors';
 import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
 import { parseDuration } from './duration';
-import { defaultConfigPath, readConfig, resolveSettings, writeConfig, type SavedConfig } from './config';
 import { parseCommandLine } from './args';
+import type { Command, CommandContext } from './command';
+import { download } from './commands/download';
+import { login } from './commands/login';
+import { refresh } from './commands/refresh';
+import { status } from './commands/status';
+import { upload } from './commands/upload';
+import { defaultConfigPath, readConfig, resolveSettings, writeConfig } from './config';
 import { progressView, type ProgressView } from './progress';
 import { USAGE, UsageError } from './usage';
 
@@ -22,15 +28,14 @@ export function packageVersion(): string {
   return (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-/** Standard input's length when it is a regular file (`< file`); a pipe has none. */
-function stdinSize(): number | undefined {
-  try {
-    const st = fstatSync(0);
-    return st.isFile() ? st.size : undefined;
-  } catch {
-    return undefined;
-  }
-}
+/** Every command, by the name it is run by. */
+const COMMANDS = new Map<string, Command>([
+  ['login', login],
+  ['refresh', refresh],
+  ['status', status],
+  ['upload', upload],
+  ['download', download],
+]);
 
 export async function run(
   argv: string[],
@@ -91,124 +96,47 @@ export async function run(
     onCredentials: save,
     retryForMs,
     proxyEnv: env,
-    onRetry: (notice) => (view ?? (view = progressView(command ?? '', err, mode))).waiting(notice),
+    onRetry: (notice) => (view ?? (view = progressView(command, err, mode))).waiting(notice),
   });
   const abort = new AbortController();
   let resumeHint: string | null = null;
   const onSigint = () => abort.abort(new Interrupted());
   process.once('SIGINT', onSigint);
-  const print = (human: string, json: unknown) => {
-    // A waiting line left open (a status or refresh that waited) ends before the result.
-    (view as ProgressView | null)?.stop();
-    out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
-  };
   const parallel = o.parallel === undefined ? 4 : Number(o.parallel);
+  const context: CommandContext = {
+    args: rest,
+    flags: o,
+    client,
+    url,
+    owner,
+    configPath,
+    parallel,
+    signal: abort.signal,
+    stdin,
+    needOwner: () => {
+      if (!owner) throw new UsageError('no owner: pass --owner <uuid> (or sign in with --owner so it is saved)');
+      return owner;
+    },
+    needCredentials: () => {
+      if (!credentials) throw new UsageError('no credentials: run `content login ...` or pass --token');
+    },
+    print: (human, json) => {
+      // A waiting line left open (a status or refresh that waited) ends before the result.
+      (view as ProgressView | null)?.stop();
+      out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+    },
+    progress: () => (view = progressView(command, err, mode)),
+    resumeWith: (hint) => {
+      resumeHint = hint;
+    },
+  };
 
   try {
     if (!Number.isInteger(parallel) || parallel < 1 || parallel > 32)
       throw new UsageError('--parallel must be a whole number from 1 to 32');
-    const needOwner = () => {
-      if (!owner) throw new UsageError('no owner: pass --owner <uuid> (or sign in with --owner so it is saved)');
-      return owner;
-    };
-    const needCredentials = () => {
-      if (!credentials) throw new UsageError('no credentials: run `content login ...` or pass --token');
-    };
-    switch (command) {
-      case 'login': {
-        if (!o.cert || !o.key || !o['api-key'])
-          throw new UsageError('login needs --cert <pem>, --key <pem> and --api-key <key>');
-        const pair = await client.signIn({
-          certificatePem: readFileSync(o.cert, 'utf8'),
-          privateKeyPem: readFileSync(o.key, 'utf8'),
-          apiKey: o['api-key'],
-          signal: abort.signal,
-        });
-        const next: SavedConfig = { url, owner, sid: pair.sid, refreshToken: pair.refreshToken, apiKey: o['api-key'] };
-        writeConfig(configPath, next);
-        print(`signed in; session saved in ${configPath}`, {
-          sid: pair.sid,
-          refreshToken: pair.refreshToken,
-          config: configPath,
-        });
-        return 0;
-      }
-      case 'refresh': {
-        needCredentials();
-        const pair = await client.refresh(abort.signal);
-        print('session refreshed', { sid: pair.sid, refreshToken: pair.refreshToken });
-        return 0;
-      }
-      case 'status': {
-        needCredentials();
-        const [id] = rest;
-        if (!id) throw new UsageError('status needs a content id');
-        const s = await client.status(needOwner(), id, abort.signal);
-        const ranges = s.received.map((r) => `${r.start}-${r.end}`).join(',');
-        print(`${id}: ${s.state}, total ${s.total ?? 'unknown'}, received ${ranges || 'nothing'}`, { id, ...s });
-        return 0;
-      }
-      case 'upload': {
-        needCredentials();
-        const [file] = rest;
-        if (!file) throw new UsageError('upload needs a file');
-        const uploadView = progressView('upload', err, mode);
-        view = uploadView;
-        const size = o.size === undefined ? undefined : Number(o.size);
-        if (size !== undefined && (!Number.isSafeInteger(size) || size < 0))
-          throw new UsageError('--size must be a byte count');
-        try {
-          const common = {
-            owner: needOwner(),
-            resume: o.resume,
-            concurrency: parallel,
-            contentType: o['content-type'],
-            signal: abort.signal,
-            onProgress: (p: Progress) => uploadView.update(p),
-            onContentId: (cid: string) => {
-              resumeHint =
-                file === '-'
-                  ? `<the same input> | content upload - --resume ${cid}`
-                  : `content upload ${file} --resume ${cid}`;
-            },
-          };
-          const id =
-            file === '-'
-              ? await client.uploadStream(stdin, { ...common, size: size ?? stdinSize() })
-              : await client.uploadFile(file, common);
-          uploadView.stop();
-          print(id, { id, file });
-        } finally {
-          uploadView.stop();
-        }
-        return 0;
-      }
-      case 'download': {
-        needCredentials();
-        const [id, file] = rest;
-        if (!id || !file) throw new UsageError('download needs a content id and a file');
-        resumeHint = `content download ${id} ${file}`;
-        const downloadView = progressView('download', err, mode);
-        view = downloadView;
-        try {
-          const r = await client.downloadFile(id, file, {
-            owner: needOwner(),
-            concurrency: parallel,
-            sha256: o.sha256,
-            resume: !o.restart,
-            signal: abort.signal,
-            onProgress: (p) => downloadView.update(p),
-          });
-          downloadView.stop();
-          print(`${file}: ${r.bytes} bytes, sha256 ${r.sha256}`, { id, file, ...r });
-        } finally {
-          downloadView.stop();
-        }
-        return 0;
-      }
-      default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-    }
+    const commandToRun = COMMANDS.get(command);
+    if (!commandToRun) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    return await commandToRun(context);
   } catch (error) {
     (view as ProgressView | null)?.stop();
     return report(error, err, o.json, resumeHint);
