@@ -2,14 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ContentClient, type Credentials } from '../ContentClient';
-import {
-  ApiError,
-  ContentStateError,
-  CredentialsFileError,
-  IntegrityError,
-  RetriesExhaustedError,
-  TransportError,
-} from '../errors';
+import * as errors from '../errors';
 import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
 import { parseDuration } from './duration';
 import { parseCommandLine } from './args';
@@ -163,7 +156,7 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
   if (error instanceof Interrupted || (error as Error)?.name === 'AbortError') {
     return write(130, 'interrupted', resumeHint ? `resume with: ${resumeHint}` : 'run the command again');
   }
-  if (error instanceof RetriesExhaustedError) {
+  if (error instanceof errors.RetriesExhaustedError) {
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     const again = resumeHint ? `; resume with: ${resumeHint}` : '';
     return write(
@@ -180,7 +173,7 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
       },
     );
   }
-  if (error instanceof ApiError) {
+  if (error instanceof errors.ApiError) {
     const code =
       error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
@@ -192,21 +185,21 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     );
   }
   // Found by the client itself (no answer said so): reported like the conflict it is.
-  if (error instanceof ContentStateError)
+  if (error instanceof errors.ContentStateError)
     return write(5, `${error.code}: ${error.message}`, error.hint, { code: error.code });
-  if (error instanceof CredentialsFileError)
+  if (error instanceof errors.CredentialsFileError)
     return write(
       3,
       error.message,
       'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)',
     );
-  if (error instanceof IntegrityError)
+  if (error instanceof errors.IntegrityError)
     return write(
       7,
       error.message,
       'the bytes are not what they should be: run the command again (a download with --restart)',
     );
-  if (error instanceof TransportError)
+  if (error instanceof errors.TransportError)
     return write(
       6,
       error.message,
