@@ -1,67 +1,34 @@
 #!/usr/bin/env node
-import { fstatSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { ContentClient, type Credentials, type Progress } from '../ContentClient';
-import {
-  ApiError,
-  ContentStateError,
-  CredentialsFileError,
-  IntegrityError,
-  RetriesExhaustedError,
-  TransportError,
-} from '../errors';
+import { ContentClient, type Credentials } from '../ContentClient';
+import * as errors from '../errors';
 import { DEFAULT_RETRY_FOR_MS } from '../RetryPolicy';
 import { parseDuration } from './duration';
-import { defaultConfigPath, readConfig, resolveSettings, writeConfig, type SavedConfig } from './config';
+import { parseCommandLine } from './args';
+import type { Command, CommandContext } from './command';
+import { download } from './commands/download';
+import { login } from './commands/login';
+import { refresh } from './commands/refresh';
+import { status } from './commands/status';
+import { upload } from './commands/upload';
+import { defaultConfigPath, readConfig, resolveSettings, writeConfig } from './config';
 import { progressView, type ProgressView } from './progress';
-
-const USAGE = `usage: content <command> [options]
-
-commands:
-  login --cert <pem> --key <pem> --api-key <key>   sign in with a certificate; the session is saved
-  upload <file> [--resume <id>] [--parallel 4] [--content-type <type>]
-  upload - [--size <bytes>] ...                     upload standard input (a pipe); see the README
-  download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
-  status <id>
-  refresh                                            rotate the saved session
-  --version, -V                                      print the version
-  --help, -h                                         print this
-
-options for every command (a flag beats its environment variable, which beats the saved login):
-  --url <gateway>      the API (default: $CONTENT_URL, else saved, else http://127.0.0.1:8080)
-  --owner <uuid>       the owner to act for (default: $CONTENT_OWNER, else saved)
-  --token <jwt>        a Bearer token instead of the saved session (also $CONTENT_TOKEN)
-  --json               machine-readable output on stdout, no progress
-  --config <file>      where the session is saved (default $XDG_CONFIG_HOME/content-platform/config.json,
-                       $XDG_CONFIG_HOME defaulting to ~/.config; written with mode 0600)
-  --retry-for <time>   how long each request (each part) keeps being retried while the service is
-                       unavailable (503, 429, 408, 502, 504, refused or broken connections): 30s, 5m ...
-                       (default 2m; 0 for no retries)
-
-environment: CONTENT_URL, CONTENT_OWNER, CONTENT_TOKEN; HTTPS_PROXY, HTTP_PROXY and NO_PROXY (or
-lower case) send requests through a proxy
-
-exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403, unusable --cert/--key), 4 not found, 5 conflict or
-refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
-(length or SHA-256 of a download, length of an upload stream), 130 interrupted`;
-
-class UsageError extends Error {}
+import { USAGE, UsageError } from './usage';
 
 /** This package's version (package.json is two levels up from both src/cli and dist/cli). */
 export function packageVersion(): string {
   return (JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-/** Standard input's length when it is a regular file (`< file`); a pipe has none. */
-function stdinSize(): number | undefined {
-  try {
-    const st = fstatSync(0);
-    return st.isFile() ? st.size : undefined;
-  } catch {
-    return undefined;
-  }
-}
+/** Every command, by the name it is run by. */
+const COMMANDS = new Map<string, Command>([
+  ['login', login],
+  ['refresh', refresh],
+  ['status', status],
+  ['upload', upload],
+  ['download', download],
+]);
 
 export async function run(
   argv: string[],
@@ -72,29 +39,7 @@ export async function run(
 ): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        url: { type: 'string' },
-        owner: { type: 'string' },
-        token: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        config: { type: 'string' },
-        cert: { type: 'string' },
-        key: { type: 'string' },
-        'api-key': { type: 'string' },
-        resume: { type: 'string' },
-        parallel: { type: 'string' },
-        'content-type': { type: 'string' },
-        sha256: { type: 'string' },
-        size: { type: 'string' },
-        restart: { type: 'boolean', default: false },
-        'retry-for': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-        version: { type: 'boolean', short: 'V', default: false },
-      },
-    });
+    parsed = parseCommandLine(argv);
   } catch (error) {
     err.write(`content: ${(error as Error).message}\n\n${USAGE}\n`);
     return 2;
@@ -144,124 +89,47 @@ export async function run(
     onCredentials: save,
     retryForMs,
     proxyEnv: env,
-    onRetry: (notice) => (view ?? (view = progressView(command ?? '', err, mode))).waiting(notice),
+    onRetry: (notice) => (view ?? (view = progressView(command, err, mode))).waiting(notice),
   });
   const abort = new AbortController();
   let resumeHint: string | null = null;
   const onSigint = () => abort.abort(new Interrupted());
   process.once('SIGINT', onSigint);
-  const print = (human: string, json: unknown) => {
-    // A waiting line left open (a status or refresh that waited) ends before the result.
-    (view as ProgressView | null)?.stop();
-    out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
-  };
   const parallel = o.parallel === undefined ? 4 : Number(o.parallel);
+  const context: CommandContext = {
+    args: rest,
+    flags: o,
+    client,
+    url,
+    owner,
+    configPath,
+    parallel,
+    signal: abort.signal,
+    stdin,
+    needOwner: () => {
+      if (!owner) throw new UsageError('no owner: pass --owner <uuid> (or sign in with --owner so it is saved)');
+      return owner;
+    },
+    needCredentials: () => {
+      if (!credentials) throw new UsageError('no credentials: run `content login ...` or pass --token');
+    },
+    print: (human, json) => {
+      // A waiting line left open (a status or refresh that waited) ends before the result.
+      (view as ProgressView | null)?.stop();
+      out.write(o.json ? `${JSON.stringify(json)}\n` : `${human}\n`);
+    },
+    progress: () => (view = progressView(command, err, mode)),
+    resumeWith: (hint) => {
+      resumeHint = hint;
+    },
+  };
 
   try {
     if (!Number.isInteger(parallel) || parallel < 1 || parallel > 32)
       throw new UsageError('--parallel must be a whole number from 1 to 32');
-    const needOwner = () => {
-      if (!owner) throw new UsageError('no owner: pass --owner <uuid> (or sign in with --owner so it is saved)');
-      return owner;
-    };
-    const needCredentials = () => {
-      if (!credentials) throw new UsageError('no credentials: run `content login ...` or pass --token');
-    };
-    switch (command) {
-      case 'login': {
-        if (!o.cert || !o.key || !o['api-key'])
-          throw new UsageError('login needs --cert <pem>, --key <pem> and --api-key <key>');
-        const pair = await client.signIn({
-          certificatePem: readFileSync(o.cert, 'utf8'),
-          privateKeyPem: readFileSync(o.key, 'utf8'),
-          apiKey: o['api-key'],
-          signal: abort.signal,
-        });
-        const next: SavedConfig = { url, owner, sid: pair.sid, refreshToken: pair.refreshToken, apiKey: o['api-key'] };
-        writeConfig(configPath, next);
-        print(`signed in; session saved in ${configPath}`, {
-          sid: pair.sid,
-          refreshToken: pair.refreshToken,
-          config: configPath,
-        });
-        return 0;
-      }
-      case 'refresh': {
-        needCredentials();
-        const pair = await client.refresh(abort.signal);
-        print('session refreshed', { sid: pair.sid, refreshToken: pair.refreshToken });
-        return 0;
-      }
-      case 'status': {
-        needCredentials();
-        const [id] = rest;
-        if (!id) throw new UsageError('status needs a content id');
-        const s = await client.status(needOwner(), id, abort.signal);
-        const ranges = s.received.map((r) => `${r.start}-${r.end}`).join(',');
-        print(`${id}: ${s.state}, total ${s.total ?? 'unknown'}, received ${ranges || 'nothing'}`, { id, ...s });
-        return 0;
-      }
-      case 'upload': {
-        needCredentials();
-        const [file] = rest;
-        if (!file) throw new UsageError('upload needs a file');
-        const uploadView = progressView('upload', err, mode);
-        view = uploadView;
-        const size = o.size === undefined ? undefined : Number(o.size);
-        if (size !== undefined && (!Number.isSafeInteger(size) || size < 0))
-          throw new UsageError('--size must be a byte count');
-        try {
-          const common = {
-            owner: needOwner(),
-            resume: o.resume,
-            concurrency: parallel,
-            contentType: o['content-type'],
-            signal: abort.signal,
-            onProgress: (p: Progress) => uploadView.update(p),
-            onContentId: (cid: string) => {
-              resumeHint =
-                file === '-'
-                  ? `<the same input> | content upload - --resume ${cid}`
-                  : `content upload ${file} --resume ${cid}`;
-            },
-          };
-          const id =
-            file === '-'
-              ? await client.uploadStream(stdin, { ...common, size: size ?? stdinSize() })
-              : await client.uploadFile(file, common);
-          uploadView.stop();
-          print(id, { id, file });
-        } finally {
-          uploadView.stop();
-        }
-        return 0;
-      }
-      case 'download': {
-        needCredentials();
-        const [id, file] = rest;
-        if (!id || !file) throw new UsageError('download needs a content id and a file');
-        resumeHint = `content download ${id} ${file}`;
-        const downloadView = progressView('download', err, mode);
-        view = downloadView;
-        try {
-          const r = await client.downloadFile(id, file, {
-            owner: needOwner(),
-            concurrency: parallel,
-            sha256: o.sha256,
-            resume: !o.restart,
-            signal: abort.signal,
-            onProgress: (p) => downloadView.update(p),
-          });
-          downloadView.stop();
-          print(`${file}: ${r.bytes} bytes, sha256 ${r.sha256}`, { id, file, ...r });
-        } finally {
-          downloadView.stop();
-        }
-        return 0;
-      }
-      default:
-        throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-    }
+    const commandToRun = COMMANDS.get(command);
+    if (!commandToRun) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    return await commandToRun(context);
   } catch (error) {
     (view as ProgressView | null)?.stop();
     return report(error, err, o.json, resumeHint);
@@ -288,7 +156,7 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
   if (error instanceof Interrupted || (error as Error)?.name === 'AbortError') {
     return write(130, 'interrupted', resumeHint ? `resume with: ${resumeHint}` : 'run the command again');
   }
-  if (error instanceof RetriesExhaustedError) {
+  if (error instanceof errors.RetriesExhaustedError) {
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
     const again = resumeHint ? `; resume with: ${resumeHint}` : '';
     return write(
@@ -305,7 +173,7 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
       },
     );
   }
-  if (error instanceof ApiError) {
+  if (error instanceof errors.ApiError) {
     const code =
       error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
@@ -317,21 +185,21 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     );
   }
   // Found by the client itself (no answer said so): reported like the conflict it is.
-  if (error instanceof ContentStateError)
+  if (error instanceof errors.ContentStateError)
     return write(5, `${error.code}: ${error.message}`, error.hint, { code: error.code });
-  if (error instanceof CredentialsFileError)
+  if (error instanceof errors.CredentialsFileError)
     return write(
       3,
       error.message,
       'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)',
     );
-  if (error instanceof IntegrityError)
+  if (error instanceof errors.IntegrityError)
     return write(
       7,
       error.message,
       'the bytes are not what they should be: run the command again (a download with --restart)',
     );
-  if (error instanceof TransportError)
+  if (error instanceof errors.TransportError)
     return write(
       6,
       error.message,
