@@ -6,7 +6,7 @@
 # When the machine has no Node.js 22 or newer, a pinned Node.js 22 (LTS) is fetched once from the
 # npm registry (package node-linux-<arch>, checked against its SHA-256) into
 # ~/.cache/content-platform/node-v<version>; likewise pnpm when it is missing. Nothing is installed
-# system-wide. (Node.js 24 was measured here too and streams slower: README, Design notes.)
+# system-wide. (Node.js 24 was measured here too and streams slower: docs/design.md.)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

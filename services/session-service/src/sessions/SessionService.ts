@@ -35,6 +35,10 @@ export interface ValidSession {
  * refresh with rotation and reuse detection. MongoDB is the truth; Redis only caches sid lookups.
  */
 export class SessionService {
+  private readonly maxLifetimeMs: number;
+  private readonly graceMs: number;
+  private readonly claimWaitMs: number;
+
   constructor(
     private readonly repo: SessionRepository,
     private readonly cache: SessionCache,
@@ -42,18 +46,10 @@ export class SessionService {
     private readonly lifetimes: SessionLifetimes,
     private readonly logger: Logger,
     private readonly registrations: RegistrationChecker,
-  ) {}
-
-  private get maxLifetimeMs(): number {
-    return this.lifetimes.maxLifetimeMs ?? 90 * 24 * 3600 * 1000;
-  }
-
-  private get graceMs(): number {
-    return this.lifetimes.graceMs ?? 30_000;
-  }
-
-  private get claimWaitMs(): number {
-    return this.lifetimes.claimWaitMs ?? 3_000;
+  ) {
+    this.maxLifetimeMs = lifetimes.maxLifetimeMs ?? 90 * 24 * 3600 * 1000;
+    this.graceMs = lifetimes.graceMs ?? 30_000;
+    this.claimWaitMs = lifetimes.claimWaitMs ?? 3_000;
   }
 
   /** A new sign-in; `thumbprint` is the certificate's, checked again on every refresh. */
@@ -96,13 +92,8 @@ export class SessionService {
     // Fill only after a plain miss, and only with an answer read just now: a fill that lands after
     // a tombstone expired must not bring back a session that was alive when it was read long ago.
     if (cached?.kind === 'miss' && performance.now() - startedAt < 2_000) {
-      const fill =
-        fresh.state === 'live'
-          ? this.cache.fillLive(sidHash, fresh.session, now)
-          : fresh.state === 'dead'
-            ? this.cache.fillDead(sidHash)
-            : null;
-      await fill?.catch(() => undefined);
+      if (fresh.state === 'live') await this.cache.fillLive(sidHash, fresh.session, now).catch(() => undefined);
+      else if (fresh.state === 'dead') await this.cache.fillDead(sidHash).catch(() => undefined);
     }
     return fresh.state === 'live' && fresh.session.sidExpiresAt > now
       ? { userId: fresh.session.userId, owners: fresh.session.owners }
@@ -141,7 +132,7 @@ export class SessionService {
    * outside the window, or with another sid, it is a reuse and the family is revoked. The old
    * sid is marked in Redis before the claim, so that no replica serves it from the cache once
    * this returns; Redis or the auth-service not answering stops the refresh before anything
-   * changes. See the README's design notes for each step's crash behaviour.
+   * changes. docs/design.md (Sessions and rnd) gives each step's crash behaviour.
    */
   async refresh(sid: string, refreshToken: string): Promise<IssuedPair> {
     const now = this.clock();
@@ -262,7 +253,6 @@ export class SessionService {
     return new Date(family.createdAt.getTime() + this.maxLifetimeMs);
   }
 
-  /** Revokes a whole family (RFC 9700 §4.14): MongoDB first, then tombstones for every sid of it. */
   /** Revokes every session (sign-in) of a user; returns how many there were. */
   async revokeUser(userId: string): Promise<number> {
     const families = await this.repo.liveFamiliesOfUser(userId);
@@ -271,6 +261,7 @@ export class SessionService {
     return families.length;
   }
 
+  /** Revokes a whole family (RFC 9700 §4.14): MongoDB first, then tombstones for every sid of it. */
   async revokeFamily(familyId: string, now: Date): Promise<void> {
     await this.repo.revokeFamily(familyId, now);
     const sidHashes = await this.repo.sidHashesOfFamily(familyId);
