@@ -164,6 +164,16 @@ describe('errors on /v1', () => {
       );
       expectError(await download(owner, randomUUID(), token), 404, 'contentNotFound');
     });
+
+    it('answers a refusal of a 64 MiB part while the part is still on its way, every time', async () => {
+      // Refused as soon as its headers are read, the body still coming: the client must get the
+      // answer, not a connection reset under it (8 tries; a reset shows as a failed fetch).
+      const part = randomBytes(P);
+      for (let i = 0; i < 8; i++) {
+        const answer = await putPart(owner, randomUUID(), token, part, `bytes 0-${P - 1}/${2 * P}`);
+        expectError(answer, 404, 'contentNotFound');
+      }
+    });
   });
 
   describe('409', () => {

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
+import { lingerAfterAnswer } from './lingerAfterAnswer';
 
 export interface JsonErrorHandlerOptions {
   /** Turns anything thrown into the error to answer; unknown errors become a bare 500. */
@@ -11,8 +12,9 @@ export interface JsonErrorHandlerOptions {
 
 /**
  * Answers errors as JSON in the API's own format. 5xx are logged with the request id; nothing
- * internal reaches the client. A request whose body was not read to its end gets its connection
- * closed rather than drained.
+ * internal reaches the client. A request whose body was not read to its end has the rest of it
+ * read and dropped for a bounded time after the answer (lingerAfterAnswer), so that a client still
+ * sending gets the answer rather than a reset connection.
  */
 export function jsonErrorHandler(logger: Logger, options: JsonErrorHandlerOptions): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
@@ -22,7 +24,7 @@ export function jsonErrorHandler(logger: Logger, options: JsonErrorHandlerOption
       res.destroy();
       return;
     }
-    if (!req.readableEnded) res.setHeader('Connection', 'close');
+    if (!req.readableEnded) lingerAfterAnswer(req, res);
     for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
     res
       .status(e.status)
