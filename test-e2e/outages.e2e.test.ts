@@ -18,9 +18,7 @@ import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 const { startStack, startService, freePort } = require('../scripts/stack') as {
-  startStack: (
-    opts: Record<string, unknown>,
-  ) => Promise<{
+  startStack: (opts: Record<string, unknown>) => Promise<{
     gatewayUrl: string;
     authDatabase: string;
     sessionEnv: Record<string, string>;

@@ -5,6 +5,7 @@ export { z };
 /** Thrown when an environment variable is missing or malformed; the message names it. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+  readonly code = 'CP_ERR_CONFIG';
   constructor(
     readonly variable: string,
     problem: string,

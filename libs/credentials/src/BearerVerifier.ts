@@ -32,6 +32,7 @@ export interface BearerVerifierOptions {
 /** The token is not acceptable (401). Anything else `verify` throws means the keys could not be had (503). */
 export class InvalidBearerToken extends Error {
   override readonly name = 'InvalidBearerToken';
+  readonly code = 'CP_ERR_INVALID_BEARER_TOKEN';
 }
 
 /** Verifies OpenID Connect access tokens with jose: signature, iss, aud, exp, nbf, alg. */

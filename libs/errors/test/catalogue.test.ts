@@ -2,10 +2,12 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parse } from 'yaml';
 import { ERROR_CATALOGUE, type ErrorCode, type ErrorSpec } from '../src/catalogue';
+import { hasErrorCode, INTERNAL_ERRORS } from '../src/internalErrors';
 import { HINTS } from '../../client/src/errors';
 
 const ROOT = join(__dirname, '../../..');
 const CATALOGUE_FILE = 'libs/errors/src/catalogue.ts';
+const INTERNAL_FILE = 'libs/errors/src/internalErrors.ts';
 
 function sources(): { file: string; text: string }[] {
   const found: { file: string; text: string }[] = [];
@@ -23,7 +25,7 @@ function sources(): { file: string; text: string }[] {
       if (statSync(join(ROOT, top, pkg)).isDirectory() && safeIsDir(src)) walk(src);
     }
   }
-  return found.filter((s) => s.file !== CATALOGUE_FILE);
+  return found.filter((s) => s.file !== CATALOGUE_FILE && s.file !== INTERNAL_FILE);
 }
 
 function safeIsDir(path: string): boolean {
@@ -129,5 +131,45 @@ describe('the error catalogue', () => {
   it('answers partWriting with a hint and in openapi.yaml', () => {
     expect(HINTS.partWriting).toBeDefined();
     expect(contentsIds).toContain('urn:error:contents:partWriting');
+  });
+});
+
+// An internal code as a class declares it, as any source names it, and an error class's body (the
+// CLIs' empty `class UsageError extends Error {}` never leave their file and need none).
+const DECLARED = /\breadonly code = '(CP_ERR_[A-Z0-9_]+)';/g;
+const NAMED = /\bCP_ERR_[A-Z0-9_]*/g;
+const ERROR_CLASS = /\bclass (\w+) extends Error \{\n([\s\S]*?)\n\}/g;
+
+describe('the internal error codes', () => {
+  const internal = Object.keys(INTERNAL_ERRORS);
+
+  it('are each declared by one error class, and every CP_ERR_ code the sources name is one of them', () => {
+    const declared = SCANNED.flatMap(({ text }) => [...text.matchAll(DECLARED)].map((m) => m[1]!));
+    expect([...declared].sort()).toEqual([...internal].sort());
+    const unknown = SCANNED.flatMap(({ file, text }) =>
+      [...text.matchAll(NAMED)].filter((m) => !internal.includes(m[0])).map((m) => `${file}: ${m[0]}`),
+    );
+    expect(unknown).toEqual([]);
+  });
+
+  it('are carried by every error class with a body in services/*/src and libs/*/src (but the client)', () => {
+    const codeless = SCANNED.flatMap(({ file, text }) =>
+      [...text.matchAll(ERROR_CLASS)].filter((m) => !/\breadonly code\b/.test(m[2]!)).map((m) => `${file}: ${m[1]}`),
+    );
+    expect(codeless).toEqual([]);
+  });
+
+  it('are listed in docs/operations.md', () => {
+    const operations = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+    expect(internal.filter((code) => !operations.includes(`| \`${code}\``))).toEqual([]);
+  });
+
+  it('are told by hasErrorCode on any object that carries one', () => {
+    expect(
+      hasErrorCode(Object.assign(new Error('down'), { code: 'CP_ERR_REDIS_UNAVAILABLE' }), 'CP_ERR_REDIS_UNAVAILABLE'),
+    ).toBe(true);
+    expect(hasErrorCode({ code: 'CP_ERR_STORAGE_TIMEOUT' }, 'CP_ERR_REDIS_UNAVAILABLE')).toBe(false);
+    for (const other of [null, undefined, 'CP_ERR_REDIS_UNAVAILABLE', new Error('CP_ERR_REDIS_UNAVAILABLE')])
+      expect(hasErrorCode(other, 'CP_ERR_REDIS_UNAVAILABLE')).toBe(false);
   });
 });

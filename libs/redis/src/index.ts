@@ -65,6 +65,7 @@ export interface SentinelTarget {
 /** Raised when Redis does not answer in time or is not connected. */
 export class RedisUnavailable extends Error {
   override readonly name = 'RedisUnavailable';
+  readonly code = 'CP_ERR_REDIS_UNAVAILABLE';
 }
 
 export interface RedisOptions<S extends RedisScripts> {

@@ -7,6 +7,8 @@ import { unavailableDependency } from './unavailableDependency';
 export interface CodeErrorHandlerOptions {
   /** The 503 `ServiceUnavailable` message when MongoDB or Redis does not answer. */
   unavailable: { database: string; cache: string };
+  /** Whether an error says MongoDB does not answer: `mongoUnavailable` of the service's driver. */
+  isDatabaseUnavailable: (error: unknown) => boolean;
   /**
    * A 4xx the request itself caused (express, body parsers): `as400` answers 400 `BadRequest`,
    * except an oversized body, 413 `BodyTooLarge`; `keepStatus` answers `BadRequest` with the
@@ -22,7 +24,7 @@ export interface CodeErrorHandlerOptions {
 export function codeErrorHandler(logger: Logger, options: CodeErrorHandlerOptions): ErrorRequestHandler {
   const toServiceError = (error: unknown): ServiceError => {
     if (error instanceof ServiceError) return error;
-    const dependency = unavailableDependency(error);
+    const dependency = unavailableDependency(error, { database: options.isDatabaseUnavailable });
     if (dependency === 'database')
       return ServiceError.of('ServiceUnavailable', options.unavailable.database, { cause: error });
     if (dependency === 'cache')

@@ -8,7 +8,8 @@ export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';
 export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from './mediaType';
 export { codeErrorHandler, type CodeErrorHandlerOptions } from './codeErrorHandler';
-export { unavailableDependency, type Dependency } from './unavailableDependency';
+export { unavailableDependency, type Dependency, type OwnedDependencies } from './unavailableDependency';
+export { mongoUnavailable, type MongoDriverErrors } from './mongoUnavailable';
 export {
   startService,
   type BaseServiceConfig,

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseDer, type ParsedCertificate } from '../src/certificates/CertificateText';
+import { CertUnreadable, parseDer, type ParsedCertificate } from '../src/certificates/CertificateText';
 import { buildPath, type PathSources } from '../src/certificates/PathBuilder';
 import {
   crossSignedLoop,
@@ -313,7 +313,7 @@ describe('path building', () => {
             try {
               parsed = parseDer(bytes);
             } catch (error) {
-              expect((error as Error).name).toBe('CertUnreadable');
+              expect(error).toBeInstanceOf(CertUnreadable);
               return;
             }
             const { value, ms } = await timed(() => buildPath(parsed, anchors, new Date()));

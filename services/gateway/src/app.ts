@@ -106,6 +106,7 @@ function forwardedHeaders(proxyReq: ClientRequest, req: IncomingMessage): void {
 /** The upstream sent nothing for UPSTREAM_TIMEOUT_MS (the proxyReq hook's timer). */
 class UpstreamSilent extends Error {
   override readonly name = 'UpstreamSilent';
+  readonly code = 'CP_ERR_UPSTREAM_SILENT';
 }
 
 function answerUpstreamFailure(
@@ -121,7 +122,7 @@ function answerUpstreamFailure(
     res.destroy();
     return;
   }
-  const timedOut = error instanceof UpstreamSilent || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
+  const timedOut = code === 'CP_ERR_UPSTREAM_SILENT' || code === 'ETIMEDOUT' || code === 'ESOCKETTIMEDOUT';
   const failure = timedOut
     ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
     : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);

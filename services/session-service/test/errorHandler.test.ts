@@ -1,10 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { MongoNetworkError, MongoNetworkTimeoutError, MongoServerSelectionError } from 'mongodb';
+import { MongoNetworkError, MongoNetworkTimeoutError } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
 import { RedisUnavailable } from '@cp/redis';
-import { unavailableDependency } from '@cp/service-kit';
 import { errorHandler } from '../src/http/errorHandler';
 
 async function answerFor(error: unknown): Promise<{ status: number; body: string; retryAfter: string | null }> {
@@ -63,22 +62,5 @@ describe('session-service error bodies', () => {
       Message: 'another refresh with this token is under way; retry',
     });
     expect(retryAfter).toBe('1');
-  });
-});
-
-describe('unavailableDependency', () => {
-  it('knows MongoDB and Redis by class, subclasses included, and S3 only when told how', () => {
-    expect(
-      unavailableDependency(
-        new MongoServerSelectionError('no primary', { type: 'Unknown', servers: new Map() } as never),
-      ),
-    ).toBe('database');
-    expect(unavailableDependency(new MongoNetworkTimeoutError('slow'))).toBe('database');
-    expect(unavailableDependency(new RedisUnavailable('down'))).toBe('cache');
-    const s3Down = Object.assign(new Error('connect ECONNREFUSED'), { name: 'TimeoutError' });
-    expect(unavailableDependency(s3Down)).toBeNull();
-    expect(unavailableDependency(s3Down, (e) => e === s3Down)).toBe('storage');
-    expect(unavailableDependency(new Error('MongoNetworkError'))).toBeNull();
-    expect(unavailableDependency('MongoNetworkError')).toBeNull();
   });
 });

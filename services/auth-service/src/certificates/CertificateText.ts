@@ -6,11 +6,13 @@ import { factsOf, type CertificateFacts } from './CertificateFacts';
 /** The body is not a certificate in any of the accepted forms. */
 export class CertUnreadable extends Error {
   override readonly name = 'CertUnreadable';
+  readonly code = 'CP_ERR_CERT_UNREADABLE';
 }
 
 /** The body holds more certificates than a chain may have. */
 export class TooManyCertificates extends Error {
   override readonly name = 'TooManyCertificates';
+  readonly code = 'CP_ERR_TOO_MANY_CERTIFICATES';
 }
 
 /** Most certificates one body may hold: the leaf and its intermediates (and perhaps the root). */

@@ -8,6 +8,7 @@ const SUPPORTED_CURVES = new Set(['1.2.840.10045.3.1.7', '1.3.132.0.34', '1.3.13
 /** The certificate's key cannot receive an EncryptedKey (algorithm or curve not supported). */
 export class UnsupportedKey extends Error {
   override readonly name = 'UnsupportedKey';
+  readonly code = 'CP_ERR_UNSUPPORTED_KEY';
 }
 
 /**

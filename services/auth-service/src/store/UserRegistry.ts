@@ -17,6 +17,7 @@ export interface CertificateDoc {
 
 export class ThumbprintTaken extends Error {
   override readonly name = 'ThumbprintTaken';
+  readonly code = 'CP_ERR_THUMBPRINT_TAKEN';
 }
 
 /** Users, the owners each may act for, and their certificates by thumbprint. */

@@ -8,12 +8,13 @@ import { SignatureV4 } from '@smithy/signature-v4';
 /** S3's answer when it is not a success: its status and error code. */
 export class S3Refusal extends Error {
   override readonly name = 'S3Refusal';
+  readonly code = 'CP_ERR_S3_REFUSAL';
   constructor(
     readonly status: number,
     /** S3's error code, when its answer had a body that named one. */
-    readonly code = '',
+    readonly s3Code = '',
   ) {
-    super(`S3 answered ${status}${code ? ` ${code}` : ''}`);
+    super(`S3 answered ${status}${s3Code ? ` ${s3Code}` : ''}`);
   }
 }
 

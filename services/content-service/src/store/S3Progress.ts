@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 /** S3 did not answer in time, or stopped taking a body it was sent. */
 export class StorageTimeout extends Error {
   override readonly name = 'StorageTimeout';
+  readonly code = 'CP_ERR_STORAGE_TIMEOUT';
 }
 
 /**

@@ -39,6 +39,7 @@ export interface UploadBook {
 /** A read of a part from a version that is no longer the latest: the reader computes again. */
 export class StaleBookRead extends Error {
   override readonly name = 'StaleBookRead';
+  readonly code = 'CP_ERR_STALE_BOOK_READ';
 }
 
 /** What an unfinished upload is: fixed at its creation but for its expiry. */

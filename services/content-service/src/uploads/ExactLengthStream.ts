@@ -4,6 +4,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 /** Raised when a body carries more or fewer bytes than its range says. */
 export class BodyLengthMismatch extends Error {
   override readonly name = 'BodyLengthMismatch';
+  readonly code = 'CP_ERR_BODY_LENGTH';
   constructor(
     readonly expected: number,
     readonly received: number,

@@ -4,6 +4,7 @@ import { ExactLengthStream, type ExactLengthOptions } from './ExactLengthStream'
 /** The client went away before its body was complete. */
 export class ClientDisconnected extends Error {
   override readonly name = 'ClientDisconnected';
+  readonly code = 'CP_ERR_CLIENT_DISCONNECTED';
   constructor() {
     super('the client closed the connection before the body was complete');
   }

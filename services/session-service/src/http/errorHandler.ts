@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
+import * as mongodb from 'mongodb';
 import type { Logger } from '@cp/logging';
-import { codeErrorHandler } from '@cp/service-kit';
+import { codeErrorHandler, mongoUnavailable } from '@cp/service-kit';
 
 /** Error body of /sessions: `{"Code","Message"}`; 4xx of express keep their status as `BadRequest`. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
@@ -9,6 +10,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       database: 'the session database does not answer; retry later',
       cache: 'the session cache does not answer; retry later',
     },
+    isDatabaseUnavailable: mongoUnavailable(mongodb),
     clientErrors: 'keepStatus',
   });
 }
