@@ -3,12 +3,12 @@ const fs = require('node:fs');
 const { execFileSync, spawn } = require('node:child_process');
 const path = require('node:path');
 const { S3Client } = require('@aws-sdk/client-s3');
-const stack = require('../scripts/stack');
+const stack = require('../tools/devstack/stack');
 
 const { backingEnv, ROOT } = stack;
 
 /**
- * Starts the services like scripts/stack.js. With CP_BENCH_PROFILE=<dir> in the environment, the
+ * Starts the services like tools/devstack/stack.js. With CP_BENCH_PROFILE=<dir> in the environment, the
  * content-service and the gateway write V8 CPU profiles (.cpuprofile) into <dir> when they stop.
  */
 function startStack(opts = {}) {

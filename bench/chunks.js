@@ -31,7 +31,7 @@ const {
   s3Client,
   benchArgs,
 } = require('./_support');
-const { purgeStackData } = require('../scripts/purge');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);

@@ -9,7 +9,7 @@ const path = require('node:path');
 const { CreateBucketCommand } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
 const { MiB, ensureBackingServers, s3Client, mbps, startStack, ROOT, benchArgs } = require('./_support');
-const { purgeStackData } = require('../scripts/purge');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);

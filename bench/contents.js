@@ -23,7 +23,7 @@ const {
   request,
   benchArgs,
 } = require('./_support');
-const { purgeStackData } = require('../scripts/purge');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);

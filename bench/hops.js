@@ -36,8 +36,8 @@ const {
   s3Client,
   benchArgs,
 } = require('./_support');
-const { SERVICE_NODE_ARGS } = require('../scripts/stack');
-const { purgeStackData } = require('../scripts/purge');
+const { SERVICE_NODE_ARGS } = require('../tools/devstack/stack');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);

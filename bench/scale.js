@@ -41,7 +41,7 @@ const {
   s3Client,
   startStack,
 } = require('./_support');
-const { purgeStackData } = require('../scripts/purge');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const USAGE =
   'usage: pnpm bench scale [--contents 20000] [--concurrency 32] [--seconds 8] [--owners 1] [--users 10000] [--sessions 100000] [--signin-concurrency 8]';
@@ -166,7 +166,7 @@ async function main() {
       `${USERS} users, ${SESSIONS} sessions, sign-in phases at ${SIGNIN_CONCURRENCY} in flight`,
   );
   const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
-  const s3Bucket = `${prefix}-contents`; // scripts/stack.js: the content-service's bucket
+  const s3Bucket = `${prefix}-contents`; // tools/devstack/stack.js: the content-service's bucket
   const gwAgent = new http.Agent({
     keepAlive: true,
     maxSockets: Math.max(CONCURRENCY, SIGNIN_CONCURRENCY, SEED_IN_FLIGHT),
@@ -402,7 +402,7 @@ async function main() {
         `${gw}/v1/${owner}/contents`,
         { ...bearer, 'content-range': `bytes 0-${SIZE - 1}/${UNFINISHED_TOTAL}` },
         body,
-        opts,
+        { ...opts, keep: true },
       );
       check(res, 201, 'POST of a first chunk');
       unfinished.push({ owner, id: JSON.parse(res.body).id, next: SIZE });

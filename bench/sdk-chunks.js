@@ -23,7 +23,7 @@ const {
   s3Client,
   benchArgs,
 } = require('./_support');
-const { purgeStackData } = require('../scripts/purge');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const args = benchArgs();
 const CHUNKS = Number(args.mib ?? 256);

@@ -10,7 +10,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { DevKeys } = require('@cp/credentials');
 const { ensureBackingServers, inFlight, startStack, request, ROOT, benchArgs } = require('./_support');
-const { purgeStackData } = require('../scripts/purge');
+const { purgeStackData } = require('../tools/devstack/purge');
 
 const args = benchArgs();
 const SECONDS = Number(args.seconds ?? 10);

@@ -6,4 +6,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/bootstrap.sh
 bash deploy/local/backing-servers.sh start
 eval "$(bash deploy/local/backing-servers.sh env)"
-exec node scripts/stack.js
+exec node tools/devstack/stack.js

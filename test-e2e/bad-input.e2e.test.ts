@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { exchange, type RawExchange, type RawResponse, type RawStep } from './support/rawHttp';
-import { startService } from '../scripts/stack';
+import { startService } from '../tools/devstack/stack';
 import { testStack, tokenFor } from './support/stack';
 import { call, contentsUrl, newOwner, postPart, putPart } from './support/http';
 

@@ -8,7 +8,7 @@ import { ContentClient, PART_SIZE } from '@cp/client';
 import { spawn } from 'node:child_process';
 import { TestPki } from './support/pki';
 import { admin, newApiKey, registerUser } from './support/signin';
-import { startService } from '../scripts/stack';
+import { startService } from '../tools/devstack/stack';
 import { testStack, tokenFor } from './support/stack';
 
 const MiB = 1024 * 1024;

@@ -3,7 +3,7 @@ import { DevKeys } from '@cp/credentials';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startService, backingEnv } from '../scripts/stack';
+import { freePort, startService, backingEnv } from '../tools/devstack/stack';
 import { testStack, tokenFor } from './support/stack';
 import { call, contentsUrl, download, newOwner, P, postPart, putPart, rawRequest, sha256 } from './support/http';
 

@@ -13,7 +13,7 @@ import { BackingServer } from './support/privateBacking';
 import { testS3Client, testStack, tokenFor } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
-const { startStack, freePort } = require('../scripts/stack') as {
+const { startStack, freePort } = require('../tools/devstack/stack') as {
   startStack: (opts: Record<string, unknown>) => Promise<{ gatewayUrl: string; stop: () => Promise<void> }>;
   freePort: () => Promise<number>;
 };

@@ -14,7 +14,7 @@ import { ROOT } from './support/signin';
 import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
-const { startStack } = require('../scripts/stack') as {
+const { startStack } = require('../tools/devstack/stack') as {
   startStack: (opts: Record<string, unknown>) => Promise<
     {
       gatewayUrl: string;

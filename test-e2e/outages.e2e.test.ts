@@ -17,7 +17,7 @@ import { ROOT } from './support/signin';
 import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
-const { startStack, startService, freePort } = require('../scripts/stack') as {
+const { startStack, startService, freePort } = require('../tools/devstack/stack') as {
   startStack: (opts: Record<string, unknown>) => Promise<{
     gatewayUrl: string;
     authDatabase: string;

@@ -7,7 +7,7 @@ import { admin, newApiKey, registerUser, signIn } from './support/signin';
 import { testStack } from './support/stack';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
-const { startService } = require('../scripts/stack') as {
+const { startService } = require('../tools/devstack/stack') as {
   startService: (
     name: string,
     opts: { env: Record<string, string>; logDir: string },

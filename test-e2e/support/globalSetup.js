@@ -2,7 +2,7 @@
 // servers scripts/test.sh started. Tests read where it listens from process.env.
 const fs = require('node:fs');
 const path = require('node:path');
-const { startStack, ROOT } = require('../../scripts/stack');
+const { startStack, ROOT } = require('../../tools/devstack/stack');
 
 module.exports = async () => {
   const prefix = `t${Date.now().toString(36)}`;

@@ -1,4 +1,4 @@
-const { purgeStackData } = require('../../scripts/purge');
+const { purgeStackData } = require('../../tools/devstack/purge');
 
 module.exports = async () => {
   const stack = globalThis.__STACK__;

@@ -135,7 +135,7 @@ export class BackingServer {
 
 export interface PrivateBacking {
   servers: Record<BackingName, BackingServer>;
-  /** The backing variables scripts/stack.js takes, pointing at these servers. */
+  /** The backing variables tools/devstack/stack.js takes, pointing at these servers. */
   env: {
     S3_ENDPOINT: string;
     S3_ACCESS_KEY_ID: string;

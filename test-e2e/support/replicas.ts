@@ -13,9 +13,9 @@ export interface ServiceHandle {
   stop: (signal?: NodeJS.Signals) => Promise<number | string>;
 }
 
-// scripts/stack.js is plain CommonJS shared with the dev tooling.
+// tools/devstack/stack.js is plain CommonJS shared with the dev tooling.
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
-export const { startService, freePort } = require('../../scripts/stack') as {
+export const { startService, freePort } = require('../../tools/devstack/stack') as {
   startService: (
     name: string,
     opts: { port?: number; env: Record<string, string>; logDir: string; readyPath?: string },

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Starts the services of the system as child processes against the local backing servers.
-// Used by `scripts/start.sh` (foreground, until Ctrl-C) and by the test global setup.
+// A small library of the development stack: `scripts/start.sh` runs it (foreground, until Ctrl-C);
+// the tests' global setup, the end-to-end tests and the benchmarks start services with it.
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
@@ -9,7 +10,7 @@ const path = require('node:path');
 /** The V8 flags every service runs with: the same young-generation size as the images (deploy/Dockerfile says why). */
 const SERVICE_NODE_ARGS = ['--max-semi-space-size=8'];
 
-const ROOT = path.join(__dirname, '..');
+const ROOT = path.join(__dirname, '..', '..');
 const DEV_ISSUER = 'content-platform-dev';
 
 /** Backing-server settings, as deploy/local/backing-servers.sh starts them. */
