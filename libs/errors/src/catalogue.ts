@@ -35,6 +35,16 @@ export const ERROR_CATALOGUE = {
   rangePastTotal: { status: 400, family: 'contents', message: "Content-Range ends past the content's total" },
   bodyLengthMismatch: { status: 400, family: 'contents', message: 'the body does not have the length its range names' },
   clientDisconnected: { status: 400, family: 'contents', message: 'the request body broke off before its end' },
+  invalidContentDigest: {
+    status: 400,
+    family: 'contents',
+    message: 'Content-Digest must be an RFC 9530 dictionary such as sha-256=:<base64>:',
+  },
+  contentDigestMismatch: {
+    status: 400,
+    family: 'contents',
+    message: 'the body does not have the digest its Content-Digest names; nothing of it was kept',
+  },
   invalidContentType: {
     status: 400,
     family: 'contents',
@@ -81,6 +91,11 @@ export const ERROR_CATALOGUE = {
   lengthRequired: { status: 411, family: 'contents', message: 'send Content-Length (or a chunked body)' },
   partTooLarge: { status: 413, family: 'contents', message: 'a part may carry at most 64 MiB' },
   contentTooLarge: { status: 413, family: 'contents', message: 'a content may be at most 30 GiB' },
+  partTooFragmented: {
+    status: 409,
+    family: 'contents',
+    message: 'this 64 MiB part already holds the most ranges it may be sent in; send the rest of it in larger ranges',
+  },
   rangeNotSatisfiable: { status: 416, family: 'contents', message: 'the range starts past the end of the content' },
   rangeTotalMismatch: { status: 416, family: 'contents', message: "the range names a total other than the content's" },
   internalError: {

@@ -6,6 +6,8 @@
 export const HEADERS = {
   /** An upload's byte range: `bytes a-b/total` or `bytes a-b/*`; a download answer's range. */
   contentRange: 'Content-Range',
+  /** An upload request's digest of its body, RFC 9530: `sha-256=:<base64>:` (see `parseContentDigest`). */
+  contentDigest: 'Content-Digest',
   /** A download's range (see `parseRange`). */
   range: 'Range',
   /** `HEAD /v1/{owner}/contents/{id}`: `uploading` or `ready`. */

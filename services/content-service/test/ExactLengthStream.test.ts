@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { BodyLengthMismatch, ExactLengthStream } from '../src/uploads/ExactLengthStream';
+import { BodyLengthMismatch, DigestMismatch, ExactLengthStream } from '../src/uploads/ExactLengthStream';
 
 describe('ExactLengthStream', () => {
   const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -12,6 +12,33 @@ describe('ExactLengthStream', () => {
     expect(stream.read()).toEqual(Buffer.from('abcdef')); // consumed downstream; the writable side is still open
     expect(stream.writableEnded).toBe(false);
     expect(stream.digest).toBe(sha(Buffer.from('abcdef')));
+  });
+
+  it('with sha256, passes on a body of that digest and withholds the last chunk of any other', async () => {
+    const digest = createHash('sha256').update('abcdef').digest();
+    const good = new ExactLengthStream(6, { sha256: digest });
+    const passed: Buffer[] = [];
+    good.on('data', (c: Buffer) => passed.push(c));
+    const ended = new Promise((resolve) => good.on('end', resolve));
+    good.write(Buffer.from('abc'));
+    good.end(Buffer.from('def'));
+    await ended;
+    expect(Buffer.concat(passed).toString()).toBe('abcdef');
+
+    const bad = new ExactLengthStream(6, { sha256: digest });
+    const got: Buffer[] = [];
+    bad.on('data', (c: Buffer) => got.push(c));
+    const failed = new Promise((resolve) => bad.on('error', resolve));
+    bad.write(Buffer.from('abc'));
+    bad.write(Buffer.from('deF'));
+    expect(await failed).toBeInstanceOf(DigestMismatch);
+    expect(Buffer.concat(got).toString()).toBe('abc'); // the reader never had all of it
+
+    const empty = new ExactLengthStream(0, { sha256: digest });
+    const refused = new Promise((resolve) => empty.on('error', resolve));
+    empty.resume();
+    empty.end();
+    expect(await refused).toBeInstanceOf(DigestMismatch);
   });
 
   it('fails on a byte past the expected ones', async () => {

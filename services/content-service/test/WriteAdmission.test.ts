@@ -1,6 +1,6 @@
 import { ServiceError } from '@cp/errors';
 import type { PartRanges } from '../src/store/UploadBook';
-import { MAX_CONTENT_SIZE, PART_SIZE } from '@cp/protocol';
+import { MAX_CONTENT_SIZE, MAX_RANGES_PER_PART, PART_SIZE } from '@cp/protocol';
 import {
   admitWrite,
   advancesLastByte,
@@ -135,6 +135,15 @@ describe('what a write may not clash with', () => {
     part.pieces = [staged(0, 99)];
     expect(() => check(state, [part], 100, 199)).not.toThrow();
     expect(() => check(state, [part], 0, 99)).not.toThrow();
+  });
+
+  it('refuses a new range into a part that holds the most ranges a part may have, but not a retry', () => {
+    const { state, part } = setUp();
+    part.pieces = Array.from({ length: MAX_RANGES_PER_PART - 1 }, (_, i) => staged(2 * i, 2 * i + 1));
+    expect(() => check(state, [part], P - 2, P - 1)).not.toThrow();
+    part.pieces.push(staged(P - 2, P - 1));
+    expect(refused(() => check(state, [part], P - 4, P - 3))).toMatchObject({ status: 409, code: 'partTooFragmented' });
+    expect(() => check(state, [part], 0, 1)).not.toThrow();
   });
 
   it('refuses a range that partly overlaps received bytes with 409 naming them', () => {

@@ -258,6 +258,8 @@ export interface components {
         | 'urn:error:contents:rangePastTotal'
         | 'urn:error:contents:bodyLengthMismatch'
         | 'urn:error:contents:clientDisconnected'
+        | 'urn:error:contents:invalidContentDigest'
+        | 'urn:error:contents:contentDigestMismatch'
         | 'urn:error:contents:invalidContentType'
         | 'urn:error:contents:missingCredentials'
         | 'urn:error:contents:malformedCredentials'
@@ -272,6 +274,7 @@ export interface components {
         | 'urn:error:contents:totalConflict'
         | 'urn:error:contents:rangeOverlap'
         | 'urn:error:contents:rangeAlreadyStored'
+        | 'urn:error:contents:partTooFragmented'
         | 'urn:error:contents:contentAlreadyComplete'
         | 'urn:error:contents:lengthRequired'
         | 'urn:error:contents:partTooLarge'
@@ -570,6 +573,13 @@ export interface components {
     ContentRangeOptional: string;
     /** @description `bytes a-b/total` or `bytes a-b/*`; the body must be exactly b-a+1 bytes, at most 64 MiB. */
     ContentRangeRequired: string;
+    /**
+     * @description RFC 9530 digest of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:`. Checked
+     *     before the body's last bytes are stored: a body with another digest is 400
+     *     `contentDigestMismatch` and nothing of it is kept (a part stays missing, a new content is not
+     *     made). Members of other algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
+     */
+    ContentDigest: string;
     /** @description Stored with the content and returned on download. An RFC 9110 media type (`type/subtype` with optional `; name=value` parameters), ASCII only, at most 255 characters; anything else is 400 `invalidContentType`. */
     ContentType: string;
     /** @description The body's length; without it the body must be chunked, else 411. */
@@ -620,6 +630,13 @@ export interface operations {
         'Content-Type'?: components['parameters']['ContentType'];
         /** @description The body's length; without it the body must be chunked, else 411. */
         'Content-Length'?: components['parameters']['ContentLength'];
+        /**
+         * @description RFC 9530 digest of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:`. Checked
+         *     before the body's last bytes are stored: a body with another digest is 400
+         *     `contentDigestMismatch` and nothing of it is kept (a part stays missing, a new content is not
+         *     made). Members of other algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
+         */
+        'Content-Digest'?: components['parameters']['ContentDigest'];
         /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
         'X-Request-Id'?: components['parameters']['RequestId'];
       };
@@ -743,6 +760,13 @@ export interface operations {
         'Content-Range': components['parameters']['ContentRangeRequired'];
         /** @description The body's length; without it the body must be chunked, else 411. */
         'Content-Length'?: components['parameters']['ContentLength'];
+        /**
+         * @description RFC 9530 digest of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:`. Checked
+         *     before the body's last bytes are stored: a body with another digest is 400
+         *     `contentDigestMismatch` and nothing of it is kept (a part stays missing, a new content is not
+         *     made). Members of other algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
+         */
+        'Content-Digest'?: components['parameters']['ContentDigest'];
         /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
         'X-Request-Id'?: components['parameters']['RequestId'];
       };

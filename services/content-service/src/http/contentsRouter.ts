@@ -6,6 +6,7 @@ import {
   formatReceivedRanges,
   headerKey,
   HEADERS,
+  parseContentDigest,
   parseContentRange,
   parseRange,
 } from '@cp/protocol';
@@ -140,7 +141,9 @@ function readWriteHeaders(req: Request) {
       `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`,
     );
   }
-  return { range, declaredLength, contentType };
+  const digestHeader = req.headers[headerKey(HEADERS.contentDigest)];
+  const sha256 = digestHeader === undefined ? null : (parseContentDigest(String(digestHeader))['sha-256'] ?? null);
+  return { range, declaredLength, contentType, sha256 };
 }
 
 /** The headers of a finished content, from S3's answer for its object. */

@@ -2,9 +2,9 @@ import type { ErrorRequestHandler } from 'express';
 import { contentsErrorBody, ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { jsonErrorHandler, unavailableDependency } from '@cp/service-kit';
-import { HEADERS, RangeSyntaxError } from '@cp/protocol';
+import { DigestSyntaxError, HEADERS, RangeSyntaxError } from '@cp/protocol';
 import { isS3Unavailable } from '../store/ObjectStore';
-import { BodyLengthMismatch } from '../uploads/ExactLengthStream';
+import { BodyLengthMismatch, DigestMismatch } from '../uploads/ExactLengthStream';
 import { ClientDisconnected } from '../uploads/exactBody';
 
 /** Maps anything thrown on /v1 to the /v1 error body; internals never reach the client. */
@@ -31,6 +31,8 @@ function toServiceError(error: unknown): ServiceError {
     return ServiceError.of('invalidId', 'the path holds a malformed percent-encoding where a UUID belongs');
   if (error instanceof RangeSyntaxError) return ServiceError.of('invalidRange', error.message);
   if (error instanceof BodyLengthMismatch) return ServiceError.of('bodyLengthMismatch', error.message);
+  if (error instanceof DigestMismatch) return ServiceError.of('contentDigestMismatch', error.message);
+  if (error instanceof DigestSyntaxError) return ServiceError.of('invalidContentDigest', error.message);
   if (error instanceof ClientDisconnected) return ServiceError.of('clientDisconnected', error.message);
   // Redis keeps the unfinished uploads: its outage is the upload database's (the sid cache's own
   // failures never get here: CachedSessionValidator asks the session-service instead).

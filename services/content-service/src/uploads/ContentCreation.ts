@@ -29,10 +29,11 @@ export class ContentCreation {
     const metadata = objectMetadata(request.uploader ?? null, clock());
     // The object is the content's only record: once S3 has it, the content is ready.
     if (knownTotal !== null) {
-      await objects.putObject(s3Key, exactBody(request.body, knownTotal), knownTotal, contentType, metadata);
+      const body = exactBody(request.body, knownTotal, { sha256: request.sha256 });
+      await objects.putObject(s3Key, body, knownTotal, contentType, metadata);
     } else {
       // A chunked body without Content-Range: its length is known only at its end.
-      const counted = exactBody(request.body, PART_SIZE, { atMost: true });
+      const counted = exactBody(request.body, PART_SIZE, { atMost: true, sha256: request.sha256 });
       try {
         await objects.putObjectOfUnknownLength(s3Key, counted, contentType, metadata);
       } catch (error) {
@@ -73,7 +74,7 @@ export class ContentCreation {
       return created;
     });
     try {
-      return await this.ranges.write(record, range, request.body, true, timings);
+      return await this.ranges.write(record, range, request.body, true, timings, request.sha256);
     } catch (error) {
       await this.cleanup
         .discard(record)

@@ -18,11 +18,25 @@ export class BodyLengthMismatch extends Error {
   }
 }
 
+/** Raised when a body's SHA-256 is not the one its Content-Digest names. */
+export class DigestMismatch extends Error {
+  override readonly name = 'DigestMismatch';
+  readonly code = 'CP_ERR_DIGEST_MISMATCH';
+  constructor() {
+    super('the body does not have the sha-256 digest its Content-Digest names');
+  }
+}
+
 export interface ExactLengthOptions {
   /** A shorter body is fine: only overflowing `expected` fails. */
   atMost?: boolean;
   /** Keep the SHA-256 of the bytes (`digest`). */
   hash?: boolean;
+  /**
+   * The SHA-256 the bytes must have (a Content-Digest): checked before the last chunk is passed on,
+   * so a body with another digest fails (DigestMismatch) without its reader ever getting all of it.
+   */
+  sha256?: Buffer | null;
 }
 
 /**
@@ -37,6 +51,7 @@ export class ExactLengthStream extends Transform {
   private seen = 0;
   private readonly atMost: boolean;
   private readonly hash: Hash | null;
+  private readonly sha256: Buffer | null;
   private hex: string | null = null;
 
   constructor(
@@ -45,7 +60,8 @@ export class ExactLengthStream extends Transform {
   ) {
     super();
     this.atMost = options.atMost ?? false;
-    this.hash = options.hash ? createHash('sha256') : null;
+    this.sha256 = options.sha256 ?? null;
+    this.hash = options.hash || this.sha256 ? createHash('sha256') : null;
   }
 
   get bytesSeen(): number {
@@ -67,7 +83,10 @@ export class ExactLengthStream extends Transform {
     }
     if (this.hash) {
       this.hash.update(chunk);
-      if (this.seen === this.expected) this.hex = this.hash.digest('hex');
+      if (this.seen === this.expected && !this.settle()) {
+        callback(new DigestMismatch());
+        return;
+      }
     }
     callback(null, chunk);
   }
@@ -77,7 +96,17 @@ export class ExactLengthStream extends Transform {
       callback(new BodyLengthMismatch(this.expected, this.seen, false));
       return;
     }
-    if (this.hash && this.hex === null) this.hex = this.hash.digest('hex');
+    if (this.hash && this.hex === null && !this.settle()) {
+      callback(new DigestMismatch());
+      return;
+    }
     callback();
+  }
+
+  /** Ends the hash; false when the bytes do not have the digest they must. */
+  private settle(): boolean {
+    const digest = this.hash!.digest();
+    this.hex = digest.toString('hex');
+    return this.sha256 === null || digest.equals(this.sha256);
   }
 }

@@ -43,6 +43,7 @@ export class RangeWriter {
     body: Readable,
     isNew: boolean,
     timings: StageTimings,
+    sha256: Buffer | null = null,
   ): Promise<WriteOutcome> {
     const { commits, clock, leases, book, objects } = this.ctx;
     const id = record._id;
@@ -73,7 +74,8 @@ export class RangeWriter {
       if (!claimed) {
         // Completed (or removed) since this request read its record: answered as a write to it.
         const ready = await objects.head(record.s3Key);
-        if (ready) return this.rewrites.rewrite(body, { id, s3Key: record.s3Key, total: ready.contentLength }, range);
+        if (ready)
+          return this.rewrites.rewrite(body, { id, s3Key: record.s3Key, total: ready.contentLength }, range, sha256);
         throw expired(id);
       }
     }
@@ -88,7 +90,7 @@ export class RangeWriter {
     let stored: { piece: Piece; etag: string | null } | null = null;
     try {
       stored = await timings.time(k !== null ? 'part' : 'stage', () =>
-        this.store(record, wanted, k, body, heartbeat?.signal),
+        this.store(record, wanted, k, body, sha256, heartbeat?.signal),
       );
       heartbeat?.check();
       work = await this.record(record, range, stored, k, writer, isNew, timings);
@@ -115,16 +117,18 @@ export class RangeWriter {
     wanted: ByteRange,
     k: number | null,
     body: Readable,
+    sha256: Buffer | null,
     signal: AbortSignal | undefined,
   ): Promise<{ piece: Piece; etag: string | null }> {
     const { objects, metrics } = this.ctx;
     const length = wanted.b - wanted.a + 1;
     if (k !== null) {
-      const etag = await objects.uploadPart(record.s3Key, record.uploadId!, k, exactBody(body, length), length, signal);
+      const exact = exactBody(body, length, { sha256 });
+      const etag = await objects.uploadPart(record.s3Key, record.uploadId!, k, exact, length, signal);
       return { piece: { ...wanted, kind: 'part', key: null, sha256: null }, etag };
     }
     const key = stagedKey(record._id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
-    const hashed = exactBody(body, length, { hash: true });
+    const hashed = exactBody(body, length, { hash: true, sha256 });
     await objects.putObject(key, hashed, length, 'application/octet-stream');
     metrics.piecesStaged.inc();
     metrics.stagedBytes.inc(length);

@@ -25,7 +25,12 @@ export class ReadyContentRewrites {
   constructor(private readonly ctx: UploadContext) {}
 
   /** A write to a finished content is a harmless retry when its bytes are the stored ones. */
-  async rewrite(body: Readable, ready: ReadyObject, range: ContentRange): Promise<WriteOutcome> {
+  async rewrite(
+    body: Readable,
+    ready: ReadyObject,
+    range: ContentRange,
+    sha256?: Buffer | null,
+  ): Promise<WriteOutcome> {
     const { total } = ready;
     if (range.total !== null && range.total !== total) throw totalConflict(total, range.total);
     if (range.end >= total)
@@ -34,7 +39,8 @@ export class ReadyContentRewrites {
         `Content-Range end ${range.end} is not below the content's total ${total}`,
       );
     const stored = await this.ctx.objects.getRange(ready.s3Key, range.start, range.end);
-    if (!(await streamsEqual(exactBody(body, range.end - range.start + 1), stored.body))) throw differs();
+    const sent = exactBody(body, range.end - range.start + 1, { sha256 });
+    if (!(await streamsEqual(sent, stored.body))) throw differs();
     return { id: ready.id, completedNow: false, completed: true };
   }
 

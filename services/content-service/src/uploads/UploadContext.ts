@@ -55,6 +55,8 @@ export interface WriteRequest {
   /** Who sends it (`bearer:<sub>`, `session:<user>`); kept with the content. */
   uploader?: string | null;
   body: Readable;
+  /** The SHA-256 its Content-Digest names for the body (checked before the body is kept); null without one. */
+  sha256?: Buffer | null;
   /** Where the request's time goes (its Server-Timing header); none for internal callers. */
   timings?: StageTimings;
 }

@@ -3,7 +3,7 @@ import type { ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import type { PartRanges, UploadState } from '../store/UploadBook';
 import { classifyRange, type ByteRange } from './ByteRanges';
-import { MAX_CONTENT_SIZE, PART_SIZE } from '@cp/protocol';
+import { MAX_CONTENT_SIZE, MAX_RANGES_PER_PART, PART_SIZE } from '@cp/protocol';
 import { PartGrid } from './PartGrid';
 
 /**
@@ -105,7 +105,15 @@ export function checkWritable(
   if (state.expiring) throw expired(state._id);
   if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) throw completing();
   const received = parts.flatMap((p) => p.pieces);
-  if (classifyRange(wanted, received) === 'overlap') throw overlapConflict(wanted, received);
+  const verdict = classifyRange(wanted, received);
+  if (verdict === 'overlap') throw overlapConflict(wanted, received);
+  const crowded = parts.find((p) => p.pieces.length >= MAX_RANGES_PER_PART);
+  if (verdict === 'new' && crowded) {
+    throw ServiceError.of(
+      'partTooFragmented',
+      `part ${crowded.k} already holds ${crowded.pieces.length} ranges, the most one part may be sent in; send the rest of it in larger ranges`,
+    );
+  }
   if (parts.some((p) => p.assembling && !isStale(p.assembling, leases.assemblyLeaseMs, now))) {
     throw ServiceError.of('partAssembling');
   }
