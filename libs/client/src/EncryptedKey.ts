@@ -1,21 +1,6 @@
-import { createPrivateKey, createPublicKey, webcrypto, X509Certificate, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { CredentialsFileError } from './errors';
 import * as pkijs from 'pkijs';
-
-let engineSet = false;
-function usePkijs(): typeof pkijs {
-  if (!engineSet) {
-    pkijs.setEngine(
-      'node',
-      new pkijs.CryptoEngine({
-        name: 'node',
-        crypto: webcrypto as unknown as ConstructorParameters<typeof pkijs.CryptoEngine>[0]['crypto'],
-      }),
-    );
-    engineSet = true;
-  }
-  return pkijs;
-}
 
 /** DER of the first certificate in a PEM text (or the bytes themselves when they are DER). */
 export function certificateDer(certificate: string | Buffer): Buffer {
@@ -59,12 +44,12 @@ export async function decryptEncryptedKey(
   certificate: string | Buffer,
   privateKeyPem: string | Buffer,
 ): Promise<Buffer> {
-  const p = usePkijs();
+  // pkijs runs on the global WebCrypto (Node.js 19 and later), which it takes by itself at import.
   const der = Buffer.from(encryptedKeyBase64, 'base64');
-  const contentInfo = p.ContentInfo.fromBER(toArrayBuffer(der));
-  const enveloped = new p.EnvelopedData({ schema: contentInfo.content });
+  const contentInfo = pkijs.ContentInfo.fromBER(toArrayBuffer(der));
+  const enveloped = new pkijs.EnvelopedData({ schema: contentInfo.content });
   const certDer = certificateDer(certificate);
-  const recipientCertificate = p.Certificate.fromBER(toArrayBuffer(certDer));
+  const recipientCertificate = pkijs.Certificate.fromBER(toArrayBuffer(certDer));
   const pkcs8 = readPrivateKey(privateKeyPem).export({ type: 'pkcs8', format: 'der' });
   try {
     const plain = await enveloped.decrypt(0, { recipientCertificate, recipientPrivateKey: toArrayBuffer(pkcs8) });

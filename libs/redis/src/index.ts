@@ -211,3 +211,14 @@ export async function closeRedis<S extends RedisScripts>(client: Redis<S>, timeo
   }
   if (client.isOpen || sentinels.has(client)) await Promise.resolve(client.destroy()).catch(() => undefined);
 }
+
+/**
+ * A service's Redis as a backing server of its start-up (service-kit's Backend): the check of
+ * /healthz/deps, a PING within the command timeout, and how the client closes at shutdown.
+ */
+export function redisBackend<S extends RedisScripts>(client: Redis<S>) {
+  return {
+    readiness: { name: 'redis', check: async () => void (await redisCommand(client, ['PING'])) },
+    close: () => closeRedis(client),
+  };
+}

@@ -1,8 +1,9 @@
 import { mongoTimeouts } from '@cp/config';
 import type { Db, MongoClient } from 'mongodb';
 import type { ReadinessCheck } from './healthRoutes';
+import type { Backend } from './startService';
 
-export interface MongoConnection {
+export interface MongoConnection extends Backend {
   client: MongoClient;
   /** The service's own database. */
   db: Db;
@@ -24,5 +25,10 @@ export async function connectMongo(
   const client = new MongoClient(settings.MONGODB_URL, { ...mongoTimeouts(settings.MONGODB_TIMEOUT_MS), maxPoolSize });
   await client.connect();
   const db = client.db(settings.MONGODB_DATABASE);
-  return { client, db, readiness: { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) } };
+  return {
+    client,
+    db,
+    readiness: { name: 'mongodb', check: async () => void (await db.command({ ping: 1 })) },
+    close: () => client.close(),
+  };
 }

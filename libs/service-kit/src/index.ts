@@ -12,6 +12,7 @@ export { unavailableDependency, type Dependency, type OwnedDependencies } from '
 export { mongoUnavailable, type MongoDriverErrors } from './mongoUnavailable';
 export {
   startService,
+  type Backend,
   type BaseServiceConfig,
   type BuiltService,
   type ServiceContext,

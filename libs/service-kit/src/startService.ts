@@ -24,12 +24,20 @@ export interface ServiceContext<C> {
   isDraining: () => boolean;
 }
 
-/** What a service's `build` hands back: its app, how to close its pools, and server options of its own. */
+/** A backing server's connection pool: its check for /healthz/deps, and how to close it at shutdown. */
+export interface Backend {
+  readiness: ReadinessCheck;
+  close(): Promise<void>;
+}
+
+/** What a service's `build` hands back: its app, its pools, and server options of its own. */
 export interface BuiltService {
   app: RequestListener;
-  /** What the admin port serves: the metrics registry and the checks of /healthz/deps. */
-  admin: { metrics: ServiceMetrics; readiness: ReadinessCheck[] };
-  /** Called once the server has stopped taking requests. */
+  /** What the admin port serves: the metrics registry and the checks of /healthz/deps (besides the backends'). */
+  admin: { metrics: ServiceMetrics; readiness?: ReadinessCheck[] };
+  /** Checked by /healthz/deps; closed in this order once the server has stopped and `onShutdown` is done. */
+  backends?: Backend[];
+  /** Called once the server has stopped taking requests, before the backends close. */
   onShutdown?: () => Promise<void>;
   server?: Omit<RunServerOptions, 'port' | 'host' | 'logger' | 'shutdownGraceMs' | 'onDraining' | 'onShutdown'>;
 }
@@ -71,9 +79,9 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
   let draining = false;
   const built = await build({ config, logger, isDraining: () => draining });
   // Created now, listening once the API port does.
-  const admin = createServer(
-    adminApp({ metrics: built.admin.metrics, readiness: built.admin.readiness, isDraining: () => draining }),
-  );
+  const backends = built.backends ?? [];
+  const readiness = [...backends.map((b) => b.readiness), ...(built.admin.readiness ?? [])];
+  const admin = createServer(adminApp({ metrics: built.admin.metrics, readiness, isDraining: () => draining }));
   await runServer(built.app, {
     ...built.server,
     port: config.PORT,
@@ -86,6 +94,7 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
     onShutdown: async () => {
       if (admin.listening) await closeServer(admin);
       await built.onShutdown?.();
+      for (const backend of backends) await backend.close();
     },
   });
   await listen(admin, config.ADMIN_PORT, config.HOST);

@@ -1,6 +1,6 @@
 import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
-import { closeRedis, connectRedis, redisCall } from '@cp/redis';
+import { connectRedis, redisBackend } from '@cp/redis';
 import { buildApp, internalCallers } from './app';
 import { ChainValidator } from './certificates/ChainValidator';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
@@ -45,20 +45,6 @@ startService({
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger, metrics.registry),
       publicBaseUrl: config.PUBLIC_BASE_URL,
     });
-    const onShutdown = async () => {
-      await closeRedis(redis);
-      await mongo.client.close();
-    };
-    return {
-      app,
-      admin: {
-        metrics,
-        readiness: [
-          mongo.readiness,
-          { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) },
-        ],
-      },
-      onShutdown,
-    };
+    return { app, admin: { metrics }, backends: [redisBackend(redis), mongo] };
   },
 });

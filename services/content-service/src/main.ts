@@ -1,6 +1,6 @@
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
-import { closeRedis, connectRedis, redisCommand } from '@cp/redis';
+import { connectRedis, redisBackend } from '@cp/redis';
 import { ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
@@ -104,18 +104,12 @@ startService({
       // Assemblies still running after their requests: given a few seconds to record their part
       // (otherwise their claims run out and a later request assembles the part again).
       await uploads.background.drain(5_000);
-      await closeRedis(redis);
-      s3.destroy();
     };
+    const storage = { readiness: { name: 's3', check: () => objects.ping() }, close: async () => s3.destroy() };
     return {
       app,
-      admin: {
-        metrics,
-        readiness: [
-          { name: 'redis', check: () => redisCommand(redis, ['PING']).then(() => undefined) },
-          { name: 's3', check: () => objects.ping() },
-        ],
-      },
+      admin: { metrics },
+      backends: [redisBackend(redis), storage],
       onShutdown,
       server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS },
     };

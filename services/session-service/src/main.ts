@@ -1,6 +1,6 @@
 import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
-import { closeRedis, connectRedis, redisCall } from '@cp/redis';
+import { connectRedis, redisBackend } from '@cp/redis';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
@@ -49,22 +49,7 @@ startService({
       }),
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:sessions', config, logger, metrics.registry),
     });
-    const onShutdown = async () => {
-      await sweeper.stop();
-      await closeRedis(redis);
-      await mongo.client.close();
-    };
-    return {
-      app,
-      // Diagnostics only (/healthz/deps, backend_up): readiness does not follow the backends.
-      admin: {
-        metrics,
-        readiness: [
-          mongo.readiness,
-          { name: 'redis', check: async () => void (await redisCall(redis, (r) => r.ping())) },
-        ],
-      },
-      onShutdown,
-    };
+    // The backends' checks are diagnostics only (/healthz/deps, backend_up): readiness does not follow them.
+    return { app, admin: { metrics }, backends: [redisBackend(redis), mongo], onShutdown: () => sweeper.stop() };
   },
 });

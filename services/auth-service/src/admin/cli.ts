@@ -14,7 +14,6 @@ import {
   type ParsedCertificate,
 } from '../certificates/CertificateText';
 import { ChainValidator } from '../certificates/ChainValidator';
-import { usePkijsEngine } from '../certificates/pkijsEngine';
 import { ApiKeyStore } from '../store/ApiKeyStore';
 import { TrustStore } from '../store/TrustStore';
 import { ThumbprintTaken, UserRegistry } from '../store/UserRegistry';
@@ -203,7 +202,6 @@ function subjectOf(c: ParsedCertificate): string {
 }
 
 async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
-  usePkijsEngine();
   if (!c.cert.issuer.isEqual(c.cert.subject)) return false;
   try {
     return await c.cert.verify(c.cert);

@@ -1,6 +1,5 @@
 import type { ParsedCertificate } from './CertificateText';
 import { certificateProblem, issuerProblem, leafKeyUsageProblem, signatureProblem } from './CertificatePolicy';
-import { usePkijsEngine } from './pkijsEngine';
 
 /** Where path building may look for issuers. */
 export interface PathSources {
@@ -51,7 +50,6 @@ export async function buildPath(
   now: Date,
   limits: PathLimits = DEFAULT_PATH_LIMITS,
 ): Promise<PathVerdict> {
-  usePkijsEngine();
   const leafProblem =
     certificateProblem(leaf.facts, now, 'the certificate') ??
     signatureProblem(leaf.facts, 'the certificate') ??

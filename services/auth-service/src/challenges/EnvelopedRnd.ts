@@ -1,5 +1,4 @@
 import { ContentInfo, EnvelopedData, type Certificate } from 'pkijs';
-import { usePkijsEngine } from '../certificates/pkijsEngine';
 
 const RSA = '1.2.840.113549.1.1.1';
 const EC = '1.2.840.10045.2.1';
@@ -18,7 +17,6 @@ export class UnsupportedKey extends Error {
  * AES-256-CBC (never GCM: OpenSSL cannot open pkijs's GCM). Definite lengths throughout.
  */
 export async function envelopeFor(cert: Certificate, rnd: Uint8Array): Promise<Buffer> {
-  usePkijsEngine();
   const keyAlgorithm = cert.subjectPublicKeyInfo.algorithm.algorithmId;
   const enveloped = new EnvelopedData({ disableSplit: true });
   if (keyAlgorithm === RSA) {

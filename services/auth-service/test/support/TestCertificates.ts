@@ -12,7 +12,6 @@ import {
   Extension,
   RelativeDistinguishedNames,
 } from 'pkijs';
-import { usePkijsEngine } from '../../src/certificates/pkijsEngine';
 
 const subtle = webcrypto.subtle;
 type CryptoKey = webcrypto.CryptoKey;
@@ -62,7 +61,6 @@ const BITS: Record<string, number> = {
 };
 
 export async function newKey(spec: KeySpec = { kind: 'ec' }, hash: 'SHA-1' | 'SHA-256' = 'SHA-256'): Promise<TestKey> {
-  usePkijsEngine();
   const params =
     spec.kind === 'ec'
       ? { name: 'ECDSA', namedCurve: 'P-256' }
@@ -94,7 +92,6 @@ let serial = Date.now();
  * key signs; with `hash: 'SHA-1'` and an RSA issuer its key must have been made for SHA-1.
  */
 export async function makeCert(name: string, issuer: MadeCert | 'self', opts: CertOptions = {}): Promise<MadeCert> {
-  usePkijsEngine();
   const key = opts.key ?? (await newKey());
   const signer = issuer === 'self' ? key : issuer.key;
   const cert = new Certificate();
