@@ -1,4 +1,6 @@
-import { formatContentRange } from '#protocol';
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { formatContentRange, formatDigest, HEADERS } from '#protocol';
 import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
 import { ContentStateError, IntegrityError } from './errors';
@@ -9,7 +11,9 @@ import type { ContentStatus, UploadOptions } from './options';
  * The one upload algorithm, whatever the parts come from: a new content is created by its first
  * part (a POST) and the rest follow as PUTs, `concurrency` at a time; a resumed one asks the
  * service what it holds and sends only the rest. Until the last part is read, parts name the
- * total when it was known beforehand, else `*`; the last part names it. Returns the content id.
+ * total when it was known beforehand, else `*`; the last part names it. Every request carries the
+ * SHA-256 of its body (Content-Digest), so the service keeps no byte that changed on the way.
+ * Returns the content id.
  */
 export async function uploadParts(
   api: ApiCalls,
@@ -36,15 +40,18 @@ export async function uploadParts(
     if (known !== null && known !== total)
       throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
   };
-  const send = (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) =>
-    api.call({
+  const send = async (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) => {
+    // Read once before it is sent (and again for each attempt): the digest must go in the head.
+    const digest = formatDigest({ 'sha-256': await sha256Of(p.body()) });
+    return api.call({
       method,
       url: api.url(path),
-      headers: { ...headers, [names.contentRange]: rangeOf(p) },
+      headers: { ...headers, [names.contentRange]: rangeOf(p), [HEADERS.contentDigest]: digest },
       body: p.body,
       contentLength: p.length,
       signal: opts.signal,
     });
+  };
 
   let id = opts.resume;
   let received: { start: number; end: number }[] = [];
@@ -71,7 +78,7 @@ export async function uploadParts(
       const res = await api.call({
         method: 'POST',
         url: api.url(`/v1/${opts.owner}/contents`),
-        headers: contentHeaders,
+        headers: { ...contentHeaders, [HEADERS.contentDigest]: formatDigest({ 'sha-256': await sha256Of([]) }) },
         body: () => Buffer.alloc(0),
         contentLength: 0,
         signal: opts.signal,
@@ -118,4 +125,11 @@ export async function uploadParts(
   if (after.state !== 'ready')
     throw new ContentStateError('contentNotReady', `all parts were sent but content ${contentId} is not complete`);
   return contentId;
+}
+
+/** The SHA-256 of a body, read through once. */
+async function sha256Of(body: Readable | Iterable<Uint8Array>): Promise<Buffer> {
+  const hash = createHash('sha256');
+  for await (const chunk of body) hash.update(chunk as Uint8Array);
+  return hash.digest();
 }

@@ -62,6 +62,15 @@ describe('the client against a service that fails in exact ways', () => {
     expect(api.count('PUT', fourth)).toBe(3);
   });
 
+  it('sends the SHA-256 of each part as its Content-Digest (the fake refuses any other)', async () => {
+    const { path, data } = file(3 * PART + 10);
+    const id = await client().uploadFile(path, { owner: OWNER, concurrency: 2 });
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    const writes = api.seen.filter((s) => s.method === 'POST' || s.method === 'PUT');
+    expect(writes).toHaveLength(4);
+    for (const w of writes) expect(String(w.headers['content-digest'])).toMatch(/^sha-256=:[A-Za-z0-9+/]{43}=:$/);
+  });
+
   it('does not retry a refusal (409) and keeps its code, message and hint', async () => {
     const { path } = file(3 * PART);
     api.intercept = (s) =>

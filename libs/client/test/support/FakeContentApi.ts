@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -136,6 +136,10 @@ export class FakeContentApi {
     try {
       if (req.method === 'POST' || req.method === 'PUT') {
         const body = await drain(req);
+        // As the service: a body whose SHA-256 is not its Content-Digest's is refused, and nothing kept.
+        const digest = /sha-256=:([^:]*):/.exec(String(req.headers['content-digest'] ?? ''))?.[1];
+        if (digest !== undefined && digest !== createHash('sha256').update(body).digest('base64'))
+          return json(res, 400, { id: 'urn:error:contents:contentDigestMismatch', 'status-code': 400 });
         const id = m[2] ?? randomUUID();
         if (!this.contents.has(id)) this.contents.set(id, { total: null, parts: new Map() });
         const c = this.contents.get(id)!;
