@@ -84,7 +84,10 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
     const rangeHeader = req.headers.range;
     const range = rangeHeader === undefined ? null : parseRange(rangeHeader);
     const abort = new AbortController();
-    res.on('close', () => abort.abort());
+    // Only a GET broken off aborts its S3 read (an abort makes a DOMException, and its stack, each time).
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
     const download = await downloads.open(ownerId, contentId, range, abort.signal);
     res.status(download.status);
     setObjectHeaders(res, download.info, download.length);
