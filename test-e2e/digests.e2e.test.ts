@@ -88,6 +88,20 @@ describe('Content-Digest on uploads', () => {
     expect(sha256(back.body)).toBe(sha256(Buffer.concat([part, tail])));
   });
 
+  it('answers Repr-Digest for a content stored by one request with its digest, on GET, ranged GET and HEAD', async () => {
+    const bytes = randomBytes(5000);
+    const stored = await send('POST', undefined, bytes, { 'content-digest': digestOf(bytes) });
+    expect(stored.status).toBe(201);
+    const id = stored.json().id as string;
+    const whole = await download(owner, id, token);
+    const ranged = await download(owner, id, token, 'bytes=10-19');
+    const head = await call(contentsUrl(owner, id), { method: 'HEAD', token });
+    for (const answer of [whole, ranged, head]) expect(answer.headers.get('repr-digest')).toBe(digestOf(bytes));
+    // Without a digest sent, the service has none to give.
+    const plain = await send('POST', undefined, bytes, {});
+    expect((await download(owner, plain.json().id as string, token)).headers.get('repr-digest')).toBeNull();
+  });
+
   it('refuses a malformed field, and ignores algorithms it does not check', async () => {
     const bytes = randomBytes(100);
     for (const field of ['sha-256=abc', 'sha-256=:AAAA:', 'sha-256=:not base64!:']) {

@@ -8,6 +8,8 @@ export const HEADERS = {
   contentRange: 'Content-Range',
   /** An upload request's digest of its body, RFC 9530: `sha-256=:<base64>:` (see `parseContentDigest`). */
   contentDigest: 'Content-Digest',
+  /** A ready content's digest, RFC 9530: `sha-256=:<base64>:` on GET and HEAD, where the service has it. */
+  reprDigest: 'Repr-Digest',
   /** A download's range (see `parseRange`). */
   range: 'Range',
   /** `HEAD /v1/{owner}/contents/{id}`: `uploading` or `ready`. */

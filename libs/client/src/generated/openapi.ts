@@ -612,6 +612,12 @@ export interface components {
     ETag: string;
     /** @description When the content was completed. */
     'Last-Modified': string;
+    /**
+     * @description RFC 9530 digest of the whole content (also on a ranged GET): `sha-256=:<base64>:`, for a
+     *     content stored by one request that carried `Content-Digest` (the digest checked then).
+     *     Absent where the service does not have it.
+     */
+    'Repr-Digest': string;
   };
   pathItems: never;
 }
@@ -702,6 +708,7 @@ export interface operations {
           'Accept-Ranges': components['headers']['Accept-Ranges'];
           ETag: components['headers']['ETag'];
           'Last-Modified': components['headers']['Last-Modified'];
+          'Repr-Digest': components['headers']['Repr-Digest'];
           [name: string]: unknown;
         };
         content: {
@@ -717,6 +724,7 @@ export interface operations {
           'Accept-Ranges': components['headers']['Accept-Ranges'];
           ETag: components['headers']['ETag'];
           'Last-Modified': components['headers']['Last-Modified'];
+          'Repr-Digest': components['headers']['Repr-Digest'];
           [name: string]: unknown;
         };
         content: {
@@ -859,6 +867,7 @@ export interface operations {
           'Content-Length': components['headers']['Content-Length'];
           'Content-Type': components['headers']['Content-Type'];
           ETag: components['headers']['ETag'];
+          'Repr-Digest': components['headers']['Repr-Digest'];
           [name: string]: unknown;
         };
         content?: never;

@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '@cp/errors';
 import {
   formatContentRange,
+  formatDigest,
   formatReceivedRanges,
   headerKey,
   HEADERS,
@@ -157,6 +158,8 @@ function setObjectHeaders(res: Response, info: ObjectInfo, length: number): void
   res.setHeader('Accept-Ranges', 'bytes');
   if (info.etag) res.setHeader('ETag', info.etag);
   if (info.lastModified) res.setHeader('Last-Modified', info.lastModified.toUTCString());
+  const sha256 = Buffer.from(info.metadata.sha256 ?? '', 'base64');
+  if (sha256.length === 32) res.setHeader(HEADERS.reprDigest, formatDigest({ 'sha-256': sha256 }));
 }
 
 function sendJson(res: Response, status: number, body: unknown): void {

@@ -26,7 +26,7 @@ export class ContentCreation {
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
-    const metadata = objectMetadata(request.uploader ?? null, clock());
+    const metadata = objectMetadata(request.uploader ?? null, clock(), request.sha256 ?? null);
     // The object is the content's only record: once S3 has it, the content is ready.
     if (knownTotal !== null) {
       const body = exactBody(request.body, knownTotal, { sha256: request.sha256 });
@@ -86,7 +86,18 @@ export class ContentCreation {
   }
 }
 
-/** What a finished content's object carries besides its bytes (S3 user metadata: ASCII only). */
-function objectMetadata(uploader: string | null, createdAt: Date): Record<string, string> {
-  return { 'created-at': createdAt.toISOString(), ...(uploader ? { uploader: encodeURIComponent(uploader) } : {}) };
+/**
+ * What a finished content's object carries besides its bytes (S3 user metadata: ASCII only): when
+ * it was begun, who sent it, and its SHA-256 (base64) when the request named one (and it was checked).
+ */
+function objectMetadata(
+  uploader: string | null,
+  createdAt: Date,
+  sha256: Buffer | null = null,
+): Record<string, string> {
+  return {
+    'created-at': createdAt.toISOString(),
+    ...(uploader ? { uploader: encodeURIComponent(uploader) } : {}),
+    ...(sha256 ? { sha256: sha256.toString('base64') } : {}),
+  };
 }
