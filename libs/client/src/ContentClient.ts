@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
+import { formatContentRange, formatRange, PART_SIZE, parseContentDigest } from '#protocol';
 import { names } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
@@ -91,6 +91,7 @@ export class ContentClient {
       received: parseReceivedRanges(header(res, names.receivedRanges)),
       etag: header(res, names.etag) ?? null,
       contentType: header(res, names.answerContentType) ?? null,
+      sha256: sha256Of(header(res, names.reprDigest)),
     };
   }
 
@@ -123,8 +124,8 @@ export class ContentClient {
   /**
    * Downloads a ready content into `path` by ranges, N in flight, each written at its offset.
    * Until it is complete the data lives in `<path>.partial` beside `<path>.partial.json` (the
-   * ranges done), so an interrupted download can resume; the length (and SHA-256 if asked) is
-   * checked before the file takes its name.
+   * ranges done), so an interrupted download can resume; the length, the SHA-256 asked for and
+   * the one the service names (Repr-Digest) are checked before the file takes its name.
    */
   async downloadFile(id: string, path: string, opts: DownloadOptions): Promise<{ bytes: number; sha256: string }> {
     const status = await this.status(opts.owner, id, opts.signal);
@@ -176,6 +177,10 @@ export class ContentClient {
     const sha256 = await fileSha256(partial);
     if (opts.sha256 && opts.sha256.toLowerCase() !== sha256)
       throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
+    if (status.sha256 && status.sha256 !== sha256)
+      throw new IntegrityError(
+        `SHA-256 of the download is ${sha256}; the service's Repr-Digest names ${status.sha256}`,
+      );
     await rename(partial, path);
     await journal.remove();
     return { bytes: total, sha256 };
@@ -220,4 +225,13 @@ async function fileSha256(path: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
   return hash.digest('hex');
+}
+
+/** The SHA-256 (hex) a Repr-Digest names; null without one (or with one that cannot be read). */
+function sha256Of(reprDigest: string | undefined): string | null {
+  try {
+    return reprDigest ? (parseContentDigest(reprDigest)['sha-256']?.toString('hex') ?? null) : null;
+  } catch {
+    return null;
+  }
 }

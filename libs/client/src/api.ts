@@ -52,6 +52,7 @@ export const names = {
   contentTotal: statusHeader(HEADERS.contentTotal),
   receivedRanges: statusHeader(HEADERS.receivedRanges),
   etag: statusHeader('ETag'),
+  reprDigest: statusHeader(HEADERS.reprDigest),
   answerContentType: statusHeader('Content-Type'),
   answerContentRange: downloadHeader(HEADERS.contentRange),
   errorId: headerKey(HEADERS.errorId),

@@ -47,4 +47,6 @@ export interface ContentStatus {
   received: ByteRange[];
   etag: string | null;
   contentType: string | null;
+  /** The content's SHA-256 (hex) as its Repr-Digest names it; null where the service has none. */
+  sha256: string | null;
 }

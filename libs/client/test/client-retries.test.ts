@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -199,6 +199,23 @@ describe('the client against a service that fails in exact ways', () => {
       c.downloadFile(id, join(dir, 'bad.bin'), { owner: OWNER, chunkSize: PART, sha256: '0'.repeat(64) }),
     ).rejects.toMatchObject({
       name: 'IntegrityError',
+    });
+  });
+
+  it('holds a download against the Repr-Digest the service names, without being asked to', async () => {
+    const { path, data } = file(2 * PART + 3);
+    const c = client();
+    const id = await c.uploadFile(path, { owner: OWNER });
+    const digestOf = (b: Buffer) => `sha-256=:${createHash('sha256').update(b).digest('base64')}:`;
+    api.reprDigest = digestOf;
+    const good = await c.downloadFile(id, join(dir, 'named.bin'), { owner: OWNER, chunkSize: PART });
+    expect(good.sha256).toBe(createHash('sha256').update(data).digest('hex'));
+    api.reprDigest = () => digestOf(Buffer.from('other bytes'));
+    await expect(
+      c.downloadFile(id, join(dir, 'misnamed.bin'), { owner: OWNER, chunkSize: PART }),
+    ).rejects.toMatchObject({
+      name: 'IntegrityError',
+      message: expect.stringContaining('Repr-Digest'),
     });
   });
 

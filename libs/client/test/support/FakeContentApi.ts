@@ -40,6 +40,8 @@ export class FakeContentApi {
   intercept: (seen: Seen, n: number) => Intercept = () => undefined;
   /** Called before a successful PUT answer is sent (a test may hold it back). */
   beforeAnswer: (seen: Seen) => Promise<void> = async () => undefined;
+  /** The Repr-Digest a HEAD of a ready content answers (none when it gives undefined). */
+  reprDigest: (bytes: Buffer) => string | undefined = () => undefined;
   private server: Server | null = null;
 
   /** Listens on `port` (0: any free one); after `stop()` it can start again on the same port with what it stored. */
@@ -170,6 +172,9 @@ export class FakeContentApi {
           'x-content-total': c.total ?? '',
           'x-received-ranges': received.join(','),
           etag: '"e"',
+          ...(this.ready(c) && this.reprDigest(this.bytesOf(m[2]!)) !== undefined
+            ? { 'repr-digest': this.reprDigest(this.bytesOf(m[2]!)) }
+            : {}),
         });
         return void res.end();
       }
