@@ -1,7 +1,8 @@
 // Upload and download of 1 GiB in 64 MiB parts, 4 in flight, through the gateway, against the
-// same bytes sent straight to the S3 server with @aws-sdk/client-s3 from this process.
-//   pnpm bench contents [--gib 1] [--in-flight 4]
-const { randomBytes, randomUUID } = require('node:crypto');
+// same bytes sent straight to the S3 server with @aws-sdk/client-s3 from this process; then the
+// content-service's CPU per GiB uploaded with and without a Content-Digest on each part.
+//   pnpm bench contents [--gib 1] [--in-flight 4] [--digest-rounds 2]
+const { createHash, randomBytes, randomUUID } = require('node:crypto');
 const {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
@@ -12,6 +13,7 @@ const {
 const { DevKeys } = require('@cp/credentials');
 const {
   MiB,
+  cpuMs,
   ensureBackingServers,
   peakRssMiB,
   inFlight,
@@ -29,6 +31,7 @@ const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
 const IN_FLIGHT = Number(args['in-flight'] ?? 4);
 const P = 64 * MiB;
+const DIGEST_ROUNDS = Number(args['digest-rounds'] ?? 2);
 
 async function main() {
   ensureBackingServers();
@@ -134,6 +137,37 @@ async function main() {
     });
     const rssAfter8 = { content: peakRssMiB(content.pid), gateway: peakRssMiB(gateway.pid) };
 
+    // The content-service's CPU per GiB uploaded, each part with and without its Content-Digest
+    // (computed here beforehand), alternating.
+    const digest = `sha-256=:${createHash('sha256').update(part).digest('base64')}:`;
+    const uploadCpu = async (headers) => {
+      const before = cpuMs(content.pid);
+      const up = await timed(async () => {
+        const first = await request('POST', api, { ...auth, ...headers, 'content-range': range(0) }, part, {
+          keep: true,
+        });
+        if (first.status !== 201) throw new Error(`POST answered ${first.status}: ${first.body}`);
+        const { id: upId } = JSON.parse(first.body);
+        const statuses = await inFlight(
+          IN_FLIGHT,
+          Array.from(
+            { length: parts - 1 },
+            (_, i) => async () =>
+              (await request('PUT', `${api}/${upId}`, { ...auth, ...headers, 'content-range': range(i + 1) }, part))
+                .status,
+          ),
+        );
+        if (!statuses.includes(201)) throw new Error(`no part completed the content: ${statuses}`);
+      });
+      return { cpuPerGiB: (cpuMs(content.pid) - before) / 1000 / GIB, seconds: up.seconds };
+    };
+    const plain = [];
+    const digested = [];
+    for (let r = 0; r < DIGEST_ROUNDS; r++) {
+      plain.push(await uploadCpu({}));
+      digested.push(await uploadCpu({ 'content-digest': digest }));
+    }
+
     const row = (name, gw, direct) =>
       `${name.padEnd(9)} gateway ${mbps(total, gw.seconds).toFixed(0).padStart(5)} MB/s   direct S3 ${mbps(total, direct.seconds).toFixed(0).padStart(5)} MB/s   ratio ${(direct.seconds / gw.seconds).toFixed(2)}`;
     console.log(`\n${GIB} GiB in ${parts} parts of 64 MiB, ${IN_FLIGHT} in flight`);
@@ -144,6 +178,12 @@ async function main() {
     );
     console.log(
       `peak RSS after 8 parts of 64 MiB in flight: content-service ${rssAfter8.content.toFixed(0)} MiB, gateway ${rssAfter8.gateway.toFixed(0)} MiB`,
+    );
+    const cpu = (runs) => runs.map((r) => r.cpuPerGiB.toFixed(2)).join(', ');
+    const least = (runs) => Math.min(...runs.map((r) => r.cpuPerGiB));
+    console.log(
+      `content-service CPU-s per GiB uploaded, ${DIGEST_ROUNDS} rounds alternated: without Content-Digest ${cpu(plain)}; ` +
+        `with ${cpu(digested)}; least with minus least without ${(least(digested) - least(plain)).toFixed(2)} (target ≤ 0.3)`,
     );
   } finally {
     await stack.stop();
