@@ -1,12 +1,12 @@
-import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatContentRange, formatRange, PART_SIZE, parseContentDigest } from '#protocol';
+import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
 import { names } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
+import { reprSha256, sha256Of } from './digests';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
@@ -91,7 +91,7 @@ export class ContentClient {
       received: parseReceivedRanges(header(res, names.receivedRanges)),
       etag: header(res, names.etag) ?? null,
       contentType: header(res, names.answerContentType) ?? null,
-      sha256: sha256Of(header(res, names.reprDigest)),
+      sha256: reprSha256(header(res, names.reprDigest)),
     };
   }
 
@@ -222,16 +222,5 @@ async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise
 }
 
 async function fileSha256(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
-/** The SHA-256 (hex) a Repr-Digest names; null without one (or with one that cannot be read). */
-function sha256Of(reprDigest: string | undefined): string | null {
-  try {
-    return reprDigest ? (parseContentDigest(reprDigest)['sha-256']?.toString('hex') ?? null) : null;
-  } catch {
-    return null;
-  }
+  return (await sha256Of(createReadStream(path, { highWaterMark: 1024 * 1024 }))).toString('hex');
 }

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import { formatContentRange, formatDigest, HEADERS } from '#protocol';
 import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
+import { sha256Of } from './digests';
 import { ContentStateError, IntegrityError } from './errors';
 import type { PartSource, SourcePart } from './PartSources';
 import type { ContentStatus, UploadOptions } from './options';
@@ -125,11 +124,4 @@ export async function uploadParts(
   if (after.state !== 'ready')
     throw new ContentStateError('contentNotReady', `all parts were sent but content ${contentId} is not complete`);
   return contentId;
-}
-
-/** The SHA-256 of a body, read through once. */
-async function sha256Of(body: Readable | Iterable<Uint8Array>): Promise<Buffer> {
-  const hash = createHash('sha256');
-  for await (const chunk of body) hash.update(chunk as Uint8Array);
-  return hash.digest();
 }
