@@ -49,9 +49,11 @@ async function main() {
     const api = `${stack.gatewayUrl}/v1/${owner}/contents`;
     const range = (k) => `bytes ${k * P}-${(k + 1) * P - 1}/${total}`;
 
-    // through the gateway
-    const upGw = await timed(async () => {
-      const first = await request('POST', api, { ...auth, 'content-range': range(0) }, part, { keep: true });
+    // The whole content through the gateway: the first part by POST, the rest by PUT, IN_FLIGHT at once.
+    const uploadThroughGateway = async (headers = {}) => {
+      const first = await request('POST', api, { ...auth, ...headers, 'content-range': range(0) }, part, {
+        keep: true,
+      });
       if (first.status !== 201) throw new Error(`POST answered ${first.status}: ${first.body}`);
       const { id } = JSON.parse(first.body);
       const statuses = await inFlight(
@@ -59,12 +61,14 @@ async function main() {
         Array.from(
           { length: parts - 1 },
           (_, i) => async () =>
-            (await request('PUT', `${api}/${id}`, { ...auth, 'content-range': range(i + 1) }, part)).status,
+            (await request('PUT', `${api}/${id}`, { ...auth, ...headers, 'content-range': range(i + 1) }, part)).status,
         ),
       );
       if (!statuses.includes(201)) throw new Error(`no part completed the content: ${statuses}`);
       return id;
-    });
+    };
+
+    const upGw = await timed(() => uploadThroughGateway());
     const id = upGw.value;
     const downGw = await timed(async () => {
       const sizes = await inFlight(
@@ -142,23 +146,7 @@ async function main() {
     const digest = `sha-256=:${createHash('sha256').update(part).digest('base64')}:`;
     const uploadCpu = async (headers) => {
       const before = cpuMs(content.pid);
-      const up = await timed(async () => {
-        const first = await request('POST', api, { ...auth, ...headers, 'content-range': range(0) }, part, {
-          keep: true,
-        });
-        if (first.status !== 201) throw new Error(`POST answered ${first.status}: ${first.body}`);
-        const { id: upId } = JSON.parse(first.body);
-        const statuses = await inFlight(
-          IN_FLIGHT,
-          Array.from(
-            { length: parts - 1 },
-            (_, i) => async () =>
-              (await request('PUT', `${api}/${upId}`, { ...auth, ...headers, 'content-range': range(i + 1) }, part))
-                .status,
-          ),
-        );
-        if (!statuses.includes(201)) throw new Error(`no part completed the content: ${statuses}`);
-      });
+      const up = await timed(() => uploadThroughGateway(headers));
       return { cpuPerGiB: (cpuMs(content.pid) - before) / 1000 / GIB, seconds: up.seconds };
     };
     const plain = [];
