@@ -37,8 +37,7 @@ function toServiceError(error: unknown): ServiceError {
   // Redis keeps the unfinished uploads: its outage is the upload database's (the sid cache's own
   // failures never get here: CachedSessionValidator asks the session-service instead).
   const dependency = unavailableDependency(error, { storage: isS3Unavailable });
-  if (dependency === 'database' || dependency === 'cache')
-    return ServiceError.of('databaseUnavailable', undefined, { cause: error });
+  if (dependency === 'cache') return ServiceError.of('databaseUnavailable', undefined, { cause: error });
   if (dependency === 'storage') return ServiceError.of('storageUnavailable', undefined, { cause: error });
   return ServiceError.of('internalError');
 }
