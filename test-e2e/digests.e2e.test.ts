@@ -1,11 +1,19 @@
 // Content-Digest (RFC 9530) on uploads: a body whose SHA-256 is not the one named is refused with
 // 400 contentDigestMismatch before its last bytes reach S3, and nothing of it is kept; the right
 // digest is accepted on every path a body takes (one PutObject, a staged piece, an aligned part).
+// Repr-Digest names the whole content's digests: S3's CRC-64/NVME always, the SHA-256 where known.
 import { createHash, randomBytes } from 'node:crypto';
+import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
 import { tokenFor } from './support/stack';
 import { call, contentsUrl, download, newOwner, P, sha256 } from './support/http';
 
 const digestOf = (bytes: Uint8Array): string => `sha-256=:${createHash('sha256').update(bytes).digest('base64')}:`;
+/** The CRC-64/NVME member of a digest field, computed here from the bytes. */
+const crcOf = async (bytes: Uint8Array): Promise<string> => {
+  const crc = new Crc64Nvme();
+  crc.update(bytes);
+  return `crc64nvme=:${Buffer.from(await crc.digest()).toString('base64')}:`;
+};
 
 describe('Content-Digest on uploads', () => {
   const owner = newOwner();
@@ -96,10 +104,29 @@ describe('Content-Digest on uploads', () => {
     const whole = await download(owner, id, token);
     const ranged = await download(owner, id, token, 'bytes=10-19');
     const head = await call(contentsUrl(owner, id), { method: 'HEAD', token });
-    for (const answer of [whole, ranged, head]) expect(answer.headers.get('repr-digest')).toBe(digestOf(bytes));
-    // Without a digest sent, the service has none to give.
+    const named = `${digestOf(bytes)}, ${await crcOf(bytes)}`;
+    for (const answer of [whole, ranged, head]) expect(answer.headers.get('repr-digest')).toBe(named);
+    // Without a digest sent, S3's own CRC-64/NVME is still named.
     const plain = await send('POST', undefined, bytes, {});
-    expect((await download(owner, plain.json().id as string, token)).headers.get('repr-digest')).toBeNull();
+    expect((await download(owner, plain.json().id as string, token)).headers.get('repr-digest')).toBe(
+      await crcOf(bytes),
+    );
+  });
+
+  it('names the CRC-64/NVME of a content sent in three parts, last part first, that the file itself has', async () => {
+    const bytes = randomBytes(2 * P + 1000);
+    const total = bytes.length;
+    const partOf = (k: number) => bytes.subarray(k * P, Math.min((k + 1) * P, total));
+    const rangeOf = (k: number) => `bytes ${k * P}-${Math.min((k + 1) * P, total) - 1}/${total}`;
+    const last = await send('POST', undefined, partOf(2), { 'content-range': rangeOf(2) });
+    expect(last.status).toBe(201);
+    const id = last.json().id as string;
+    expect((await send('PUT', id, partOf(0), { 'content-range': rangeOf(0) })).status).toBe(200);
+    expect((await send('PUT', id, partOf(1), { 'content-range': rangeOf(1) })).status).toBe(201);
+    const head = await call(contentsUrl(owner, id), { method: 'HEAD', token });
+    expect(head.headers.get('repr-digest')).toBe(await crcOf(bytes));
+    const ranged = await download(owner, id, token, 'bytes=5-9');
+    expect(ranged.headers.get('repr-digest')).toBe(await crcOf(bytes));
   });
 
   it('refuses a malformed field, and ignores algorithms it does not check', async () => {

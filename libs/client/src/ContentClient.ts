@@ -6,7 +6,7 @@ import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
 import { names } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
-import { reprSha256, sha256Of } from './digests';
+import { checkRepr, digestsOf, reprDigests } from './digests';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
@@ -85,13 +85,15 @@ export class ContentClient {
       signal,
     });
     const total = header(res, names.contentTotal);
+    const digests = reprDigests(header(res, names.reprDigest));
     return {
       state: header(res, names.uploadState) === 'ready' ? 'ready' : 'uploading',
       total: total !== undefined && total !== '' ? Number(total) : null,
       received: parseReceivedRanges(header(res, names.receivedRanges)),
       etag: header(res, names.etag) ?? null,
       contentType: header(res, names.answerContentType) ?? null,
-      sha256: reprSha256(header(res, names.reprDigest)),
+      sha256: digests['sha-256'] ?? null,
+      crc64nvme: digests.crc64nvme ?? null,
     };
   }
 
@@ -174,13 +176,11 @@ export class ContentClient {
     await journal.flush();
     const size = (await stat(partial)).size;
     if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
-    const sha256 = await fileSha256(partial);
+    const digests = await digestsOf(createReadStream(partial, { highWaterMark: 1024 * 1024 }));
+    const sha256 = digests.sha256.toString('hex');
     if (opts.sha256 && opts.sha256.toLowerCase() !== sha256)
       throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
-    if (status.sha256 && status.sha256 !== sha256)
-      throw new IntegrityError(
-        `SHA-256 of the download is ${sha256}; the service's Repr-Digest names ${status.sha256}`,
-      );
+    checkRepr(status, digests, 'the download');
     await rename(partial, path);
     await journal.remove();
     return { bytes: total, sha256 };
@@ -221,6 +221,4 @@ async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise
   if (failed !== null) throw failed;
 }
 
-async function fileSha256(path: string): Promise<string> {
-  return (await sha256Of(createReadStream(path, { highWaterMark: 1024 * 1024 }))).toString('hex');
-}
+

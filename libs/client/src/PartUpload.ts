@@ -1,7 +1,7 @@
 import { formatContentRange, formatDigest, HEADERS } from '#protocol';
 import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
-import { sha256Of } from './digests';
+import { checkRepr, combineCrc64, digestsOf, EMPTY_CRC64, type BodyDigests } from './digests';
 import { ContentStateError, IntegrityError } from './errors';
 import type { PartSource, SourcePart } from './PartSources';
 import type { ContentStatus, UploadOptions } from './options';
@@ -39,9 +39,13 @@ export async function uploadParts(
     if (known !== null && known !== total)
       throw new IntegrityError(`the stream had ${total} bytes, not the ${known} announced`);
   };
+  // Each part's digests by its first byte: with all of them, the whole content's are known.
+  const sent = new Map<number, BodyDigests & { length: number }>();
   const send = async (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) => {
     // Read once before it is sent (and again for each attempt): the digest must go in the head.
-    const digest = formatDigest({ 'sha-256': await sha256Of(p.body()) });
+    const digests = await digestsOf(p.body());
+    sent.set(p.start, { ...digests, length: p.length });
+    const digest = formatDigest({ 'sha-256': digests.sha256, crc64nvme: digests.crc64nvme });
     return api.call({
       method,
       url: api.url(path),
@@ -77,7 +81,10 @@ export async function uploadParts(
       const res = await api.call({
         method: 'POST',
         url: api.url(`/v1/${opts.owner}/contents`),
-        headers: { ...contentHeaders, [HEADERS.contentDigest]: formatDigest({ 'sha-256': await sha256Of([]) }) },
+        headers: {
+          ...contentHeaders,
+          [HEADERS.contentDigest]: formatDigest({ 'sha-256': (await digestsOf([])).sha256, crc64nvme: EMPTY_CRC64 }),
+        },
         body: () => Buffer.alloc(0),
         contentLength: 0,
         signal: opts.signal,
@@ -92,7 +99,10 @@ export async function uploadParts(
     await p.release();
     id = (JSON.parse(res.text) as UploadCreated).id;
     advance(p.length);
-    if (p.last) return id;
+    if (p.last) {
+      checkRepr(await status(id), wholeDigests(sent, p.length), 'the file sent');
+      return id;
+    }
   }
   opts.onContentId?.(id);
   const contentId = id;
@@ -123,5 +133,24 @@ export async function uploadParts(
   const after = await status(contentId);
   if (after.state !== 'ready')
     throw new ContentStateError('contentNotReady', `all parts were sent but content ${contentId} is not complete`);
+  checkRepr(after, wholeDigests(sent, total ?? 0), 'the file sent');
   return contentId;
+}
+
+/**
+ * The whole content's digests from its parts': the CRC-64/NVME combined in byte order, the SHA-256
+ * only of a content sent in one part. None when some bytes were not read here (a resumed upload
+ * skips the parts the service holds).
+ */
+function wholeDigests(parts: Map<number, BodyDigests & { length: number }>, total: number): Partial<BodyDigests> {
+  let crc: Buffer = EMPTY_CRC64;
+  let at = 0;
+  for (const [start, part] of [...parts].sort(([a], [b]) => a - b)) {
+    if (start !== at) return {};
+    crc = combineCrc64(crc, part.crc64nvme, part.length);
+    at += part.length;
+  }
+  if (at !== total) return {};
+  const only = parts.size === 1 ? parts.get(0) : undefined;
+  return { crc64nvme: crc, ...(only ? { sha256: only.sha256 } : {}) };
 }

@@ -49,4 +49,6 @@ export interface ContentStatus {
   contentType: string | null;
   /** The content's SHA-256 (hex) as its Repr-Digest names it; null where the service has none. */
   sha256: string | null;
+  /** The content's CRC-64/NVME (hex) as its Repr-Digest names it; null where the service has none. */
+  crc64nvme: string | null;
 }

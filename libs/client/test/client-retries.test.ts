@@ -1,3 +1,4 @@
+import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
@@ -62,13 +63,36 @@ describe('the client against a service that fails in exact ways', () => {
     expect(api.count('PUT', fourth)).toBe(3);
   });
 
-  it('sends the SHA-256 of each part as its Content-Digest (the fake refuses any other)', async () => {
+  it('sends the SHA-256 and CRC-64/NVME of each part as its Content-Digest (the fake refuses another SHA-256)', async () => {
     const { path, data } = file(3 * PART + 10);
     const id = await client().uploadFile(path, { owner: OWNER, concurrency: 2 });
     expect(api.bytesOf(id).equals(data)).toBe(true);
     const writes = api.seen.filter((s) => s.method === 'POST' || s.method === 'PUT');
     expect(writes).toHaveLength(4);
-    for (const w of writes) expect(String(w.headers['content-digest'])).toMatch(/^sha-256=:[A-Za-z0-9+/]{43}=:$/);
+    for (const w of writes)
+      expect(String(w.headers['content-digest'])).toMatch(
+        /^sha-256=:[A-Za-z0-9+/]{43}=:, crc64nvme=:[A-Za-z0-9+/]{11}=:$/,
+      );
+  });
+
+  it('holds an upload against the whole-content CRC-64/NVME the service names, parts sent in any order', async () => {
+    const { path, data } = file(3 * PART + 10);
+    const crcOf = async (b: Buffer) => {
+      const crc = new Crc64Nvme();
+      crc.update(b);
+      return `crc64nvme=:${Buffer.from(await crc.digest()).toString('base64')}:`;
+    };
+    const right = await crcOf(data);
+    api.reprDigest = () => right;
+    const c = client();
+    const id = await c.uploadFile(path, { owner: OWNER, concurrency: 3 });
+    expect(api.bytesOf(id).equals(data)).toBe(true);
+    const wrong = await crcOf(Buffer.from('other bytes'));
+    api.reprDigest = () => wrong;
+    await expect(c.uploadFile(path, { owner: OWNER, concurrency: 3 })).rejects.toMatchObject({
+      name: 'IntegrityError',
+      message: expect.stringMatching(/^CRC-64\/NVME of the file sent is [0-9a-f]{16}; the service's Repr-Digest names/),
+    });
   });
 
   it('does not retry a refusal (409) and keeps its code, message and hint', async () => {

@@ -7,8 +7,12 @@ export class DigestSyntaxError extends Error {
 // One member of an RFC 9530 digest field: `sha-256=:<base64>:`, parameters (`;...`) ignored.
 const MEMBER = /^([a-z][a-z0-9_.*-]*)\s*=\s*:([A-Za-z0-9+/]*={0,2}):\s*(;.*)?$/;
 
-/** The digest algorithms the content API checks, with their digest sizes in bytes. */
-export const DIGEST_ALGORITHMS = { 'sha-256': 32 } as const;
+/**
+ * The digest algorithms the content API knows, with their digest sizes in bytes: `sha-256` (RFC
+ * 9530), and `crc64nvme`, the CRC-64/NVME of the whole content that S3 keeps for every object
+ * however its parts came (big-endian, as S3's `x-amz-checksum-crc64nvme`).
+ */
+export const DIGEST_ALGORITHMS = { 'sha-256': 32, crc64nvme: 8 } as const;
 
 export type DigestAlgorithm = keyof typeof DIGEST_ALGORITHMS;
 

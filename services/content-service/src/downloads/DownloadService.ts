@@ -50,6 +50,9 @@ export class DownloadService {
     // `bytes=-0` names no byte at all; S3 servers differ on it.
     if (range?.form === 'rfc-suffix' && range.length === 0) return this.openResolved(ownerId, id, range, signal);
     const s3Range = range === null ? undefined : toS3Range(range);
+    // S3 names an object's checksums only when it serves it whole: a ranged GET asks a HeadObject
+    // at the same time for the whole content's digests (and does without them if that fails).
+    const digests = range === null ? null : this.objects.head(key).then((info) => info?.digests ?? {}, () => ({}));
     let got;
     try {
       got = await this.objects.get(key, s3Range, signal);
@@ -68,6 +71,7 @@ export class DownloadService {
       got.body.destroy();
       return this.openResolved(ownerId, id, range, signal);
     }
+    if (digests) got.info.digests = { ...(await digests), ...got.info.digests };
     return this.answer(range, got.info.contentLength, got, got.start);
   }
 

@@ -158,8 +158,7 @@ function setObjectHeaders(res: Response, info: ObjectInfo, length: number): void
   res.setHeader('Accept-Ranges', 'bytes');
   if (info.etag) res.setHeader('ETag', info.etag);
   if (info.lastModified) res.setHeader('Last-Modified', info.lastModified.toUTCString());
-  const sha256 = Buffer.from(info.metadata.sha256 ?? '', 'base64');
-  if (sha256.length === 32) res.setHeader(HEADERS.reprDigest, formatDigest({ 'sha-256': sha256 }));
+  if (Object.keys(info.digests).length > 0) res.setHeader(HEADERS.reprDigest, formatDigest(info.digests));
 }
 
 function sendJson(res: Response, status: number, body: unknown): void {

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { DigestAlgorithm } from '@cp/protocol';
 
 /** What S3 answers about an object: the record of a finished content. */
 export interface ObjectInfo {
@@ -10,6 +11,8 @@ export interface ObjectInfo {
   lastModified: Date | null;
   /** User metadata (`x-amz-meta-*`), names in lower case. */
   metadata: Record<string, string>;
+  /** Digests of the whole object: S3's full-object CRC-64/NVME, and the SHA-256 it was stored with, where known. */
+  digests: Partial<Record<DigestAlgorithm, Buffer>>;
 }
 
 /** What S3's answer to a HeadObject or GetObject says of the object; `contentLength` is the whole object's. */
@@ -24,8 +27,31 @@ export function infoOf(res: IncomingMessage, contentLength: number): ObjectInfo 
     contentType: res.headers['content-type'] ?? 'application/octet-stream',
     lastModified: modified ? new Date(modified) : null,
     metadata,
+    digests: digestsOf(res, metadata),
   };
 }
+
+/**
+ * The whole-object digests in S3's answer (asked for with `x-amz-checksum-mode: ENABLED`): its
+ * CRC-64/NVME when S3 says it covers the whole object (not a checksum of part checksums), and the
+ * SHA-256 the object was stored with (S3's own, or the one checked on the way in and kept in metadata).
+ */
+function digestsOf(res: IncomingMessage, metadata: Record<string, string>): ObjectInfo['digests'] {
+  const digests: ObjectInfo['digests'] = {};
+  const header = (name: string) => {
+    const value = res.headers[name];
+    return typeof value === 'string' ? value : undefined;
+  };
+  const fullObject = (header('x-amz-checksum-type') ?? 'FULL_OBJECT') === 'FULL_OBJECT';
+  const sha256 = Buffer.from((fullObject && header('x-amz-checksum-sha256')) || metadata.sha256 || '', 'base64');
+  if (sha256.length === 32) digests['sha-256'] = sha256;
+  const crc = Buffer.from(header('x-amz-checksum-crc64nvme') ?? '', 'base64');
+  if (fullObject && crc.length === 8) digests.crc64nvme = crc;
+  return digests;
+}
+
+/** Asks S3 to answer with the object's checksums (HeadObject, GetObject). */
+export const CHECKSUM_MODE = { 'x-amz-checksum-mode': 'ENABLED' } as const;
 
 /** User metadata as the request headers that carry it. */
 export function metaHeaders(metadata: Record<string, string>): Record<string, string> {

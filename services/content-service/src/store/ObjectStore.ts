@@ -18,6 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import { ensureBucket, setAbortIncompleteUploadsRule } from './bucketSetup';
 import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
 import {
+  CHECKSUM_MODE,
   infoOf,
   metaHeaders,
   type ObjectInfo,
@@ -187,7 +188,7 @@ export class ObjectStore {
 
   /** What S3 says of an object, or null when it does not exist. */
   async head(key: string): Promise<ObjectInfo | null> {
-    const res = await orNull(this.read({ method: 'HEAD', key }));
+    const res = await orNull(this.read({ method: 'HEAD', key, headers: CHECKSUM_MODE }));
     res?.resume();
     return res && infoOf(res, Number(res.headers['content-length'] ?? 0));
   }
@@ -197,7 +198,8 @@ export class ObjectStore {
    * S3 to the object); null when the object does not exist. S3's refusal of the range (416) is thrown.
    */
   async get(key: string, range: string | undefined, signal?: AbortSignal): Promise<ServedObject | null> {
-    const res = await orNull(this.read({ method: 'GET', key, headers: range ? { range } : {} }, signal));
+    const headers = range ? { range, ...CHECKSUM_MODE } : CHECKSUM_MODE;
+    const res = await orNull(this.read({ method: 'GET', key, headers }, signal));
     if (!res) return null;
     const length = Number(res.headers['content-length'] ?? 0);
     const served = servedRange(res.headers[headerKey(HEADERS.contentRange)]);
