@@ -220,5 +220,3 @@ async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise
   );
   if (failed !== null) throw failed;
 }
-
-

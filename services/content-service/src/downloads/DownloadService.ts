@@ -52,7 +52,13 @@ export class DownloadService {
     const s3Range = range === null ? undefined : toS3Range(range);
     // S3 names an object's checksums only when it serves it whole: a ranged GET asks a HeadObject
     // at the same time for the whole content's digests (and does without them if that fails).
-    const digests = range === null ? null : this.objects.head(key).then((info) => info?.digests ?? {}, () => ({}));
+    const digests =
+      range === null
+        ? null
+        : this.objects.head(key).then(
+            (info) => info?.digests ?? {},
+            () => ({}),
+          );
     let got;
     try {
       got = await this.objects.get(key, s3Range, signal);
