@@ -21,6 +21,7 @@ export const INTERNAL_ERRORS = {
   CP_ERR_RANGE_SYNTAX: 'a Range or Content-Range header cannot be understood',
   CP_ERR_DIGEST_SYNTAX: 'a Content-Digest header cannot be understood',
   CP_ERR_DIGEST_MISMATCH: 'a request body does not have the digest its Content-Digest names',
+  CP_ERR_CHECKSUM_REFUSED: 'S3 refused a write whose bytes did not have the checksum it carried',
   CP_ERR_INVALID_BEARER_TOKEN: 'a Bearer token is not acceptable',
   CP_ERR_CONFIG: 'an environment variable is missing or malformed',
   CP_ERR_CERT_UNREADABLE: 'a body is not a certificate in any accepted form',

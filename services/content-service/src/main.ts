@@ -31,6 +31,21 @@ startService({
       stallMs: config.S3_STALL_TIMEOUT_MS,
     });
     if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
+    // Until S3 is known to check the checksums writes carry, none are sent and digests are checked here.
+    void objects.probeChecksums().then(
+      (checked) =>
+        logger.info(
+          { checksums: checked },
+          checked
+            ? 'S3 checks write checksums'
+            : 'S3 does not check write checksums; the service checks digests itself',
+        ),
+      (error: unknown) =>
+        logger.warn(
+          { err: error },
+          'could not learn whether S3 checks write checksums; the service checks digests itself',
+        ),
+    );
     // The backstop must not abort an upload the sweeper still keeps (written to, at most MAX_LIFE_TTLS × the TTL old).
     const ttlDays = Math.max(1, Math.ceil((MAX_LIFE_TTLS * config.UPLOAD_TTL_SECONDS) / 86_400) + 1);
     const lifecycle = await objects.setAbortIncompleteUploadsRule(ttlDays).catch((error: unknown) => {

@@ -146,8 +146,14 @@ function readWriteHeaders(req: Request) {
     );
   }
   const digestHeader = req.headers[headerKey(HEADERS.contentDigest)];
-  const sha256 = digestHeader === undefined ? null : (parseContentDigest(String(digestHeader))['sha-256'] ?? null);
-  return { range, declaredLength, contentType, sha256 };
+  const digests = digestHeader === undefined ? {} : parseContentDigest(String(digestHeader));
+  return {
+    range,
+    declaredLength,
+    contentType,
+    sha256: digests['sha-256'] ?? null,
+    crc64nvme: digests.crc64nvme ?? null,
+  };
 }
 
 /** The headers of a finished content, from S3's answer for its object. */

@@ -3,7 +3,7 @@ import { contentsErrorBody, ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { jsonErrorHandler, unavailableDependency } from '@cp/service-kit';
 import { DigestSyntaxError, HEADERS, RangeSyntaxError } from '@cp/protocol';
-import { isS3Unavailable } from '../store/ObjectStore';
+import { ChecksumRefused, isS3Unavailable } from '../store/ObjectStore';
 import { BodyLengthMismatch, DigestMismatch } from '../uploads/ExactLengthStream';
 import { ClientDisconnected } from '../uploads/exactBody';
 
@@ -32,6 +32,10 @@ function toServiceError(error: unknown): ServiceError {
   if (error instanceof RangeSyntaxError) return ServiceError.of('invalidRange', error.message);
   if (error instanceof BodyLengthMismatch) return ServiceError.of('bodyLengthMismatch', error.message);
   if (error instanceof DigestMismatch) return ServiceError.of('contentDigestMismatch', error.message);
+  if (error instanceof ChecksumRefused)
+    return error.ofClient
+      ? ServiceError.of('contentDigestMismatch', error.message)
+      : ServiceError.of('storageUnavailable', undefined, { cause: error });
   if (error instanceof DigestSyntaxError) return ServiceError.of('invalidContentDigest', error.message);
   if (error instanceof ClientDisconnected) return ServiceError.of('clientDisconnected', error.message);
   // Redis keeps the unfinished uploads: its outage is the upload database's (the sid cache's own

@@ -4,19 +4,19 @@ import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
-  DeleteObjectsCommand,
-  ListObjectsV2Command,
   ListPartsCommand,
   HeadBucketCommand,
   S3Client,
-  UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { headerKey, HEADERS, parseContentRange, type ContentRange } from '@cp/protocol';
 import { isS3Unavailable, orNull, unquote } from './s3Errors';
 import type { IncomingMessage } from 'node:http';
 import { ensureBucket, setAbortIncompleteUploadsRule } from './bucketSetup';
+import { probeChecksumChecks } from './checksumProbe';
 import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
+import { deleteMany, deletePrefix } from './bulkDelete';
+import { type BodyChecksum, ChecksumRefused, writeChecksum } from './writeChecksums';
 import {
   CHECKSUM_MODE,
   infoOf,
@@ -30,13 +30,15 @@ import { StorageTimeout, streamInto, watchedDownload, withDeadline } from './S3P
 
 export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
 export { StorageTimeout } from './S3Progress';
+export { ChecksumRefused } from './writeChecksums';
+export type { BodyChecksum } from './writeChecksums';
 export type { ObjectInfo, ObjectStoreTimeouts, ServedObject, StoredObject } from './ObjectInfo';
 
 /** Everything the content-service asks of S3, behind one small class. */
 export class ObjectStore {
   private readonly timeouts: ObjectStoreTimeouts;
 
-  /** HeadObject, GetObject and PutObject, without the SDK's middleware. */
+  /** HeadObject, GetObject, PutObject and UploadPart, without the SDK's middleware. */
   private readonly direct: DirectS3;
 
   constructor(
@@ -86,18 +88,59 @@ export class ObjectStore {
     await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
+  /**
+   * Whether writes carry checksums that S3 checks: learnt by probeChecksums; until then none are
+   * sent, and a client's digest is checked by the service alone.
+   */
+  checksumsChecked = false;
+
+  /** Learns whether S3 checks the checksums writes carry (see checksumProbe); from then on every write carries one. */
+  async probeChecksums(): Promise<boolean> {
+    this.checksumsChecked = true;
+    let checked = false;
+    try {
+      checked = await probeChecksumChecks(this);
+    } finally {
+      this.checksumsChecked = checked;
+    }
+    return checked;
+  }
+
+  /** A streamed PUT (PutObject or UploadPart) with its checksum; S3's refusal of that checksum is a ChecksumRefused. */
+  private async put(
+    call: Omit<DirectCall, 'method' | 'trailer'> & { body: Readable },
+    checksum: { given?: BodyChecksum; whole: boolean },
+    signal?: AbortSignal,
+  ): Promise<IncomingMessage> {
+    const sum = this.checksumsChecked ? writeChecksum(checksum.given, checksum.whole) : { headers: {} };
+    const headers = { ...call.headers, ...sum.headers };
+    try {
+      const res = await this.streaming(
+        call.body,
+        (watched, abortSignal) =>
+          this.direct.send({ ...call, method: 'PUT', headers, body: watched, trailer: sum.trailer }, abortSignal),
+        signal,
+      );
+      res.resume();
+      return res;
+    } catch (error) {
+      if (error instanceof S3Refusal && error.s3Code === 'BadDigest')
+        throw new ChecksumRefused(sum.trailer === undefined, { cause: error });
+      throw error;
+    }
+  }
+
+  /** Stores an object; `whole`: a content's own object (not a staged piece), `digests`: the client's for the body. */
   async putObject(
     key: string,
     body: Readable,
     contentLength: number,
     contentType: string,
-    metadata: Record<string, string> = {},
+    options: { metadata?: Record<string, string>; digests?: BodyChecksum; whole?: boolean } = {},
   ): Promise<string> {
-    const headers = { 'content-length': String(contentLength), 'content-type': contentType, ...metaHeaders(metadata) };
-    const res = await this.streaming(body, (watched, abortSignal) =>
-      this.direct.send({ method: 'PUT', key, headers, body: watched }, abortSignal),
-    );
-    res.resume();
+    const meta = metaHeaders(options.metadata ?? {});
+    const headers = { 'content-length': String(contentLength), 'content-type': contentType, ...meta };
+    const res = await this.put({ key, headers, body }, { given: options.digests, whole: options.whole ?? false });
     return String(res.headers.etag ?? '');
   }
 
@@ -114,7 +157,12 @@ export class ObjectStore {
     const out = await this.streaming(body, async (watched, abortSignal) => {
       const upload = new Upload({
         client: this.s3,
-        params: { Bucket: this.bucket, Key: key, Body: watched, ContentType: contentType, Metadata: metadata },
+        params: {
+          ...this.at(key),
+          Body: watched,
+          ContentType: contentType,
+          Metadata: metadata,
+        },
         partSize: 8 * 1024 * 1024,
         queueSize: 1,
         leavePartsOnError: false,
@@ -140,13 +188,16 @@ export class ObjectStore {
     body: Readable,
     contentLength: number,
     signal?: AbortSignal,
+    checksum?: BodyChecksum,
+    /** Take a CRC-64/NVME trailer when the client named no digest (the checksum probe's). */
+    whole = false,
   ): Promise<string> {
-    const input = { ...this.at(key), UploadId: uploadId, PartNumber: partNumber, ContentLength: contentLength };
-    const send = (Body: Readable, abortSignal: AbortSignal) =>
-      this.s3.send(new UploadPartCommand({ ...input, Body }), { abortSignal });
-    const out = await this.streaming(body, send, signal);
-    if (!out.ETag) throw new Error('S3 returned no ETag for the part');
-    return out.ETag;
+    const query = { partNumber: String(partNumber), uploadId };
+    const headers = { 'content-length': String(contentLength) };
+    const res = await this.put({ key, query, headers, body }, { given: checksum, whole }, signal);
+    const etag = res.headers.etag;
+    if (!etag) throw new Error('S3 returned no ETag for the part');
+    return etag;
   }
 
   async completeMultipartUpload(
@@ -213,11 +264,9 @@ export class ObjectStore {
     };
   }
 
-  /** Streams bytes [start, end] (inclusive) of an object. */
+  /** Streams bytes [start, end] (inclusive) of an object; S3Refusal 404 when it is gone. */
   async getRange(key: string, start: number, end: number, signal?: AbortSignal): Promise<StoredObject> {
-    const got = await this.get(key, `bytes=${start}-${end}`, signal);
-    if (!got) throw new S3Refusal(404); // gone between the caller's look and this read
-    return got;
+    return (await this.get(key, `bytes=${start}-${end}`, signal)) ?? Promise.reject(new S3Refusal(404));
   }
 
   /** A call without a body, bounded, sent again once when S3 failed it (a 5xx, a broken connection) before answering. */
@@ -235,38 +284,13 @@ export class ObjectStore {
   }
 
   /** Deletes objects, up to 1,000 per request. Keys that do not exist are not an error. */
-  async deleteMany(keys: string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 1000) {
-      const batch = keys.slice(i, i + 1000);
-      if (batch.length === 1) {
-        await this.delete(batch[0]!);
-        continue;
-      }
-      const Delete = { Objects: batch.map((Key) => ({ Key })), Quiet: true };
-      const command = new DeleteObjectsCommand({ Bucket: this.bucket, Delete });
-      const out = await this.bounded((abortSignal) => this.s3.send(command, { abortSignal }));
-      const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey');
-      const first = failed[0];
-      if (first)
-        throw new Error(
-          `S3 could not delete ${failed.length} objects, first ${first.Key}: ${first.Code} ${first.Message ?? ''}`,
-        );
-    }
+  deleteMany(keys: string[]): Promise<void> {
+    return deleteMany(this.s3, this.bucket, keys, (send) => this.bounded(send));
   }
 
-  /** Deletes every object under a prefix (staged pieces of one content). */
-  async deletePrefix(prefix: string): Promise<number> {
-    let deleted = 0;
-    let token: string | undefined;
-    do {
-      const command = new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token });
-      const page = await this.bounded((abortSignal) => this.s3.send(command, { abortSignal }));
-      const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
-      await this.deleteMany(keys);
-      deleted += keys.length;
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    return deleted;
+  /** Deletes every object under a prefix (staged pieces of one content); returns how many. */
+  deletePrefix(prefix: string): Promise<number> {
+    return deletePrefix(this.s3, this.bucket, prefix, (send) => this.bounded(send));
   }
 }
 

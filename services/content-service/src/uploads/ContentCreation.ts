@@ -29,8 +29,9 @@ export class ContentCreation {
     const metadata = objectMetadata(request.uploader ?? null, clock(), request.sha256 ?? null);
     // The object is the content's only record: once S3 has it, the content is ready.
     if (knownTotal !== null) {
+      // The SHA-256 is checked here (S3 is sent the CRC-64/NVME, the digest it keeps for the content).
       const body = exactBody(request.body, knownTotal, { sha256: request.sha256 });
-      await objects.putObject(s3Key, body, knownTotal, contentType, metadata);
+      await objects.putObject(s3Key, body, knownTotal, contentType, { metadata, digests: request, whole: true });
     } else {
       // A chunked body without Content-Range: its length is known only at its end.
       const counted = exactBody(request.body, PART_SIZE, { atMost: true, sha256: request.sha256 });
@@ -74,7 +75,7 @@ export class ContentCreation {
       return created;
     });
     try {
-      return await this.ranges.write(record, range, request.body, true, timings, request.sha256);
+      return await this.ranges.write(record, range, request.body, true, timings, request);
     } catch (error) {
       await this.cleanup
         .discard(record)

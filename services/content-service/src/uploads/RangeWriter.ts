@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
+import type { BodyChecksum } from '../store/ObjectStore';
 import type { UploadRecord } from '../store/UploadBook';
 import { emptyUploadState, type Piece } from '../store/UploadBook';
 import type { ByteRange } from './ByteRanges';
@@ -43,8 +44,9 @@ export class RangeWriter {
     body: Readable,
     isNew: boolean,
     timings: StageTimings,
-    sha256: Buffer | null = null,
+    digests: BodyChecksum = {},
   ): Promise<WriteOutcome> {
+    const { sha256 = null, crc64nvme = null } = digests;
     const { commits, clock, leases, book, objects } = this.ctx;
     const id = record._id;
     const wanted: ByteRange = { a: range.start, b: range.end };
@@ -90,7 +92,7 @@ export class RangeWriter {
     let stored: { piece: Piece; etag: string | null } | null = null;
     try {
       stored = await timings.time(k !== null ? 'part' : 'stage', () =>
-        this.store(record, wanted, k, body, sha256, heartbeat?.signal),
+        this.store(record, wanted, k, body, { sha256, crc64nvme }, heartbeat?.signal),
       );
       heartbeat?.check();
       work = await this.record(record, range, stored, k, writer, isNew, timings);
@@ -111,28 +113,35 @@ export class RangeWriter {
     return { id, completedNow, completed: completedNow };
   }
 
-  /** The bytes into S3: straight into part k (claimed; `signal` aborts when the claim is lost), or staged as a piece of their own. */
+  /**
+   * The bytes into S3: straight into part k (claimed; `signal` aborts when the claim is lost), or
+   * staged as a piece of their own. A client's digest goes with them; the service hashes the bytes
+   * only where S3 does not check it, or for a staged piece sent without one (its SHA-256 tells a
+   * retry of the same bytes).
+   */
   private async store(
     record: UploadRecord,
     wanted: ByteRange,
     k: number | null,
     body: Readable,
-    sha256: Buffer | null,
+    digests: BodyChecksum,
     signal: AbortSignal | undefined,
   ): Promise<{ piece: Piece; etag: string | null }> {
     const { objects, metrics } = this.ctx;
     const length = wanted.b - wanted.a + 1;
+    const sha256 = objects.checksumsChecked ? null : (digests.sha256 ?? null);
     if (k !== null) {
       const exact = exactBody(body, length, { sha256 });
-      const etag = await objects.uploadPart(record.s3Key, record.uploadId!, k, exact, length, signal);
+      const etag = await objects.uploadPart(record.s3Key, record.uploadId, k, exact, length, signal, digests);
       return { piece: { ...wanted, kind: 'part', key: null, sha256: null }, etag };
     }
     const key = stagedKey(record._id, wanted.a, wanted.b, randomBytes(6).toString('hex'));
-    const hashed = exactBody(body, length, { hash: true, sha256 });
-    await objects.putObject(key, hashed, length, 'application/octet-stream');
+    const named = objects.checksumsChecked ? digests.sha256?.toString('hex') : undefined;
+    const hashed = exactBody(body, length, { hash: !named, sha256 });
+    await objects.putObject(key, hashed, length, 'application/octet-stream', { digests });
     metrics.piecesStaged.inc();
     metrics.stagedBytes.inc(length);
-    return { piece: { ...wanted, kind: 'staged', key, sha256: hashed.digest }, etag: null };
+    return { piece: { ...wanted, kind: 'staged', key, sha256: named ?? hashed.digest }, etag: null };
   }
 
   /** In one commit: the stored bytes enter the bookkeeping, and the work they make possible is claimed. */

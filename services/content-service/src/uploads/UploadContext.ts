@@ -57,6 +57,8 @@ export interface WriteRequest {
   body: Readable;
   /** The SHA-256 its Content-Digest names for the body (checked before the body is kept); null without one. */
   sha256?: Buffer | null;
+  /** The CRC-64/NVME its Content-Digest names (checked by S3, when it checks checksums, and no SHA-256 is named). */
+  crc64nvme?: Buffer | null;
   /** Where the request's time goes (its Server-Timing header); none for internal callers. */
   timings?: StageTimings;
 }

@@ -84,7 +84,7 @@ export class UploadService implements ExpiringUploads {
     if (admitted.kind === 'create') return this.creation.createWithRange(request, admitted.range, timings);
     const record = await timings.time('record', () => this.ctx.book.find(admitted.contentId));
     if (record && record.ownerId === request.ownerId)
-      return this.ranges.write(record, admitted.range, request.body, false, timings, request.sha256);
+      return this.ranges.write(record, admitted.range, request.body, false, timings, request);
     // No upload: a finished content (its object), or none of this owner's.
     const s3Key = contentKey(request.ownerId, admitted.contentId);
     const ready = record ? null : await this.ctx.objects.head(s3Key);
