@@ -199,6 +199,7 @@ export const HINTS: Record<string, string> = {
   storageUnavailable: 'the object storage is unavailable; retry later (resume with --resume if an upload stopped)',
   sessionServiceUnavailable: 'sessions cannot be checked right now; retry later',
   identityProviderUnavailable: 'tokens cannot be checked right now; retry later',
+  receiptsNotConfigured: 'this deployment does not sign receipts; ask its operator to configure a signing key',
   internalError: 'the service failed unexpectedly; retry, and quote the track id when reporting it',
   routeNotFound: 'no such endpoint: check --url (it should be the gateway, e.g. http://host:8080)',
   missingHost: 'the request had no Host header; this is a client bug',
