@@ -139,6 +139,14 @@ export class IntegrityError extends Error {
 }
 
 /**
+ * A receipt that cannot be trusted: not a CMS SignedData, a signature that does not verify (or is
+ * not the certificate's given), or a document that names another content or owner than asked.
+ */
+export class ReceiptError extends Error {
+  override readonly name = 'ReceiptError';
+}
+
+/**
  * The content is not in the state the command needs, as the client found out itself (not an error
  * answer of the API): a resumed upload whose size differs from the content's, a download of a
  * content still uploading, an upload that sent every part without the content becoming complete.
