@@ -145,6 +145,21 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     );
   });
 
+  it('Receipt (GET .../receipt): 200, 400, 401, 403, 404, 409', async () => {
+    const receipt = (id: string, auth?: string) => call(`${contentsUrl(owner, id)}/receipt`, { token: auth });
+    const got = await conforming(async () => {
+      const { id: ready } = (await postPart(owner, token, randomBytes(100), null)).json() as { id: string };
+      const { id: open } = (await postPart(owner, token, randomBytes(10), 'bytes 0-9/30')).json() as { id: string };
+      await receipt(ready, token);
+      await receipt('not-a-uuid', token);
+      await receipt(ready);
+      await receipt(ready, otherToken);
+      await receipt(randomUUID(), token);
+      await receipt(open, token);
+    });
+    expect(new Set(got)).toEqual(new Set(['Upload 201', ...[200, 400, 401, 403, 404, 409].map((s) => `Receipt ${s}`)]));
+  });
+
   describe('sign-in and sessions', () => {
     const pki = new TestPki();
     let root: Issued;
@@ -263,6 +278,7 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     'UploadByParts',
     'Download',
     'UploadStatus',
+    'Receipt',
     'AuthenticateByCert',
     'ApproveCert',
     'RefreshSession',
@@ -280,6 +296,7 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     });
     await call(`${v1}/${id}`, { headers: auth });
     await call(`${v1}/${id}`, { method: 'HEAD', headers: auth });
+    await call(`${v1}/${id}/receipt`, { headers: auth });
     await call(`${gateway}/auth/v5.13/authenticate-by-cert?apiKey=k`, { method: 'POST', body: 'cert' });
     await call(`${gateway}/auth/v5.13/approve-cert?thumbprint=${'A'.repeat(40)}&apiKey=k`, {
       method: 'POST',

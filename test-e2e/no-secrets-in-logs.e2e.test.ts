@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { DevKeys } from '@cp/credentials';
+import { DevKeys, DevReceiptSigner } from '@cp/credentials';
 import { call } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { ROOT } from './support/signin';
@@ -52,7 +52,7 @@ describe('credentials in logs', () => {
     await stack?.stop();
   });
 
-  it('finds no sid, refresh token, api key, bearer token or internal secret in any service log', async () => {
+  it('finds no sid, refresh token, api key, bearer token, internal secret or signing key in any service log', async () => {
     const gw = stack.gatewayUrl;
     const pki = new TestPki();
     const root = pki.root('Logs Root CA');
@@ -103,6 +103,11 @@ describe('credentials in logs', () => {
     );
     expect((await call(`${gw}/v1/${owner}/contents/${id}`, { token })).status).toBe(200);
     expect((await call(`${gw}/v1/${randomUUID()}/contents/${id}`, { token })).status).toBe(403);
+
+    // A signed receipt: the stack's content-service read its signing key at start-up; no line of it is logged.
+    expect((await call(`${gw}/v1/${owner}/contents/${id}/receipt`, { token })).status).toBe(200);
+    const signingKey = readFileSync(new DevReceiptSigner(stack.keysDir).keyFile, 'utf8').split('\n');
+    for (const line of signingKey.filter((l) => l && !l.startsWith('-----'))) secrets.set(line, 'receipt signing key');
 
     // Refresh in the query form, then in the header form.
     const refreshed = async (res: Awaited<ReturnType<typeof call>>, form: string): Promise<void> => {

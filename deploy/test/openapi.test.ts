@@ -45,10 +45,16 @@ describe('services/gateway/openapi.yaml', () => {
     expect(result).toEqual(expect.objectContaining({ valid: true, warnings: [] }));
   });
 
-  it('describes the content API: Upload, UploadByParts, Download and the resume status', () => {
+  it('describes the content API: Upload, UploadByParts, Download, the resume status and the receipt', () => {
     expect(op('post', '/v1/{ownerId}/contents').operationId).toBe('Upload');
     expect(op('put', '/v1/{ownerId}/contents/{contentId}').operationId).toBe('UploadByParts');
     expect(op('get', '/v1/{ownerId}/contents/{contentId}').operationId).toBe('Download');
+    const receipt = op('get', '/v1/{ownerId}/contents/{contentId}/receipt');
+    expect(receipt.operationId).toBe('Receipt');
+    expect(Object.keys(receipt.responses['200'].content)).toEqual(['application/pkcs7-mime; smime-type=signed-data']);
+    expect(doc.components.schemas.ContentReceipt.required).toEqual(
+      expect.arrayContaining(['content-id', 'owner-id', 'size', 'digests', 'issued']),
+    );
     const head = op('head', '/v1/{ownerId}/contents/{contentId}');
     const headers = head.responses['200'].headers;
     expect(headers['X-Upload-State'].schema.enum).toEqual(['uploading', 'ready']);
@@ -68,6 +74,7 @@ describe('services/gateway/openapi.yaml', () => {
       'post /v1/{ownerId}/contents': ['201', '400', '401', '403', '409', '411', '413', '503'],
       'put /v1/{ownerId}/contents/{contentId}': ['200', '201', '400', '401', '403', '404', '409', '411', '413', '503'],
       'get /v1/{ownerId}/contents/{contentId}': ['200', '206', '400', '401', '403', '404', '409', '416', '503'],
+      'get /v1/{ownerId}/contents/{contentId}/receipt': ['200', '400', '401', '403', '404', '409', '501', '503'],
     };
     for (const [key, codes] of Object.entries(expected)) {
       const [method, path] = key.split(' ') as [string, string];

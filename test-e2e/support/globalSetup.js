@@ -14,6 +14,7 @@ module.exports = async () => {
     gatewayUrl: stack.gatewayUrl,
     gatewayAdminUrl: stack.gatewayAdminUrl,
     keysDir: stack.keysDir,
+    receiptCertificateFile: stack.receiptCertificateFile,
     logDir,
     backing: stack.backing,
     services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, adminUrl: s.adminUrl, pid: s.pid }])),

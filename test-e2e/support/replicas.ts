@@ -1,5 +1,6 @@
 // Extra replicas of a service, started beside the test stack and sharing its database and bucket.
 import { join } from 'node:path';
+import { DevReceiptSigner } from '@cp/credentials';
 import { testStack } from './stack';
 
 export interface ServiceHandle {
@@ -33,6 +34,8 @@ export function contentReplicaEnv(extra: Record<string, string> = {}): Record<st
     S3_CREATE_BUCKET: 'true',
     JWT_ISSUER: 'content-platform-dev',
     JWT_JWKS_FILE: join(stack.keysDir, 'jwks.json'),
+    RECEIPT_SIGNING_KEY_FILE: new DevReceiptSigner(stack.keysDir).keyFile,
+    RECEIPT_CERTIFICATE_FILE: stack.receiptCertificateFile,
     SWEEP_INTERVAL_SECONDS: '3600',
     ...extra,
   };

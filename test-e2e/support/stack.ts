@@ -7,6 +7,8 @@ export interface TestStack {
   /** The gateway's admin port: /readyz, /healthz/deps and /metrics (not served on its API port). */
   gatewayAdminUrl: string;
   keysDir: string;
+  /** The certificate of the key the content-service signs receipts with (PEM, self-signed). */
+  receiptCertificateFile: string;
   logDir: string;
   backing: {
     S3_ENDPOINT: string;

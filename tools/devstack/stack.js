@@ -101,8 +101,11 @@ async function startStack(opts = {}) {
   const prefix = opts.prefix || 'local';
   const logDir = opts.logDir || path.join(ROOT, '.local', 'logs');
   const keysDir = opts.keysDir || path.join(ROOT, '.local', 'dev-keys');
-  const { DevKeys } = require('@cp/credentials');
+  const { DevKeys, DevReceiptSigner } = require('@cp/credentials');
   await new DevKeys(keysDir).ensure();
+  // The content-service signs receipts with a key and self-signed certificate made here once.
+  const receiptSigner = new DevReceiptSigner(keysDir);
+  await receiptSigner.ensure();
   const backing = backingEnv();
   const ports = opts.ports || {};
   const services = [];
@@ -172,6 +175,8 @@ async function startStack(opts = {}) {
         JWT_JWKS_FILE: path.join(keysDir, 'jwks.json'),
         SESSION_SERVICE_URL: session.url,
         SESSION_SERVICE_INTERNAL_SECRET: internalSecrets.contentToSession,
+        RECEIPT_SIGNING_KEY_FILE: receiptSigner.keyFile,
+        RECEIPT_CERTIFICATE_FILE: receiptSigner.certificateFile,
         ...(opts.contentEnv || {}),
       },
     });
@@ -197,6 +202,7 @@ async function startStack(opts = {}) {
       services,
       backing,
       keysDir,
+      receiptCertificateFile: receiptSigner.certificateFile,
       internalSecrets,
       authDatabase,
       sessionEnv,

@@ -2,8 +2,10 @@
 # Creates (or replaces) the Secrets the local overlay needs, with fresh random values, in the
 # namespace content-platform of the current kubectl context:
 #   versitygw-credentials, internal-secrets, redis-users, content-service-secrets, auth-service-secrets, session-service-secrets,
-#   content-platform-tls (self-signed for content.localtest.me), dev-jwks (the dev key's public JWKS,
-#   so that tokens from `pnpm token` are accepted).
+#   content-platform-tls (self-signed for content.localtest.me), content-service-receipt-signer (a
+#   receipt signing key and its self-signed certificate, kept in .local/k8s-receipt-signer/ to
+#   verify receipts with), dev-jwks (the dev key's public JWKS, so that tokens from `pnpm token` are
+#   accepted).
 # Nothing here is for production: there, create the Secrets from k8s/secrets/*.env.example.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
@@ -37,6 +39,17 @@ trap 'rm -rf "$tls"' EXIT
 openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=$HOST" -addext "subjectAltName=DNS:$HOST" \
   -keyout "$tls/tls.key" -out "$tls/tls.crt" 2>/dev/null
 apply secret tls content-platform-tls --cert="$tls/tls.crt" --key="$tls/tls.key"
+
+# The receipt signing key (EC P-256) and its self-signed certificate: made once, kept locally so that
+# receipts can be checked against it (openssl cms -verify ... -CAfile .local/k8s-receipt-signer/tls.crt).
+signer=.local/k8s-receipt-signer
+if [ ! -f "$signer/tls.crt" ]; then
+  mkdir -p "$signer"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -sha256 \
+    -subj "/CN=Content Platform receipts (local cluster)" -addext keyUsage=critical,digitalSignature \
+    -keyout "$signer/tls.key" -out "$signer/tls.crt" 2>/dev/null
+fi
+apply secret tls content-service-receipt-signer --cert="$signer/tls.crt" --key="$signer/tls.key"
 
 # The dev key pair is made on first use by `pnpm token`; only its public half goes to the cluster.
 if [ ! -f .local/dev-keys/jwks.json ]; then

@@ -7,12 +7,13 @@ import { names } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
 import { checkRepr, digestsOf, reprDigests } from './digests';
-import { ContentStateError, IntegrityError, TransportError } from './errors';
+import { ContentStateError, IntegrityError, ReceiptError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
 import { uploadParts } from './PartUpload';
 import type { ContentStatus, DownloadOptions, StreamUploadOptions, UploadOptions } from './options';
 import { parseReceivedRanges, splitIntoParts } from './ranges';
+import { verifyReceipt, type VerifiedReceipt } from './Receipt';
 import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
 
@@ -184,6 +185,32 @@ export class ContentClient {
     await rename(partial, path);
     await journal.remove();
     return { bytes: total, sha256 };
+  }
+
+  /**
+   * A ready content's receipt, signed by the platform, checked: its signature (against
+   * `certificate`, the platform's receipt certificate in PEM or DER, when given; else only against
+   * the certificate the receipt carries: `signer.checkedAgainst` says which), and that its
+   * document names this content and owner. A receipt that fails a check is a ReceiptError.
+   */
+  async receipt(
+    owner: string,
+    id: string,
+    opts: { certificate?: string | Buffer; signal?: AbortSignal } = {},
+  ): Promise<VerifiedReceipt> {
+    const res = await this.api.call({
+      method: 'GET',
+      url: this.api.url(`/v1/${owner}/contents/${id}/receipt`),
+      headers: {},
+      signal: opts.signal,
+    });
+    const verified = await verifyReceipt(res.bytes, opts.certificate);
+    const { document } = verified;
+    if (document['content-id'] !== id.toLowerCase() || document['owner-id'] !== owner.toLowerCase())
+      throw new ReceiptError(
+        `the receipt is for content ${document['content-id']} of owner ${document['owner-id']}, not ${id} of ${owner}`,
+      );
+    return verified;
   }
 
   /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */

@@ -22,6 +22,8 @@ export type PartStored = JsonOf<Answer<'UploadByParts', 200>>;
 export type CertChallenge = JsonOf<Answer<'AuthenticateByCert', 200>>;
 /** `POST /auth/v5.13/approve-cert` and `POST /sessions/v5.13/sessions/refresh` → 200. */
 export type SessionPairAnswer = JsonOf<Answer<'ApproveCert', 200>> & JsonOf<Answer<'RefreshSession', 200>>;
+/** The document a receipt (`GET /v1/{ownerId}/contents/{contentId}/receipt`) signs. */
+export type ContentReceipt = components['schemas']['ContentReceipt'];
 /** The error body of /v1. */
 export type ContentsError = components['schemas']['ContentsError'];
 /** The error body of /auth and /sessions. */

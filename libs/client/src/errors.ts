@@ -139,6 +139,14 @@ export class IntegrityError extends Error {
 }
 
 /**
+ * A receipt that cannot be trusted: not a CMS SignedData, a signature that does not verify (or is
+ * not the certificate's given), or a document that names another content or owner than asked.
+ */
+export class ReceiptError extends Error {
+  override readonly name = 'ReceiptError';
+}
+
+/**
  * The content is not in the state the command needs, as the client found out itself (not an error
  * answer of the API): a resumed upload whose size differs from the content's, a download of a
  * content still uploading, an upload that sent every part without the content becoming complete.
@@ -199,6 +207,7 @@ export const HINTS: Record<string, string> = {
   storageUnavailable: 'the object storage is unavailable; retry later (resume with --resume if an upload stopped)',
   sessionServiceUnavailable: 'sessions cannot be checked right now; retry later',
   identityProviderUnavailable: 'tokens cannot be checked right now; retry later',
+  receiptsNotConfigured: 'this deployment does not sign receipts; ask its operator to configure a signing key',
   internalError: 'the service failed unexpectedly; retry, and quote the track id when reporting it',
   routeNotFound: 'no such endpoint: check --url (it should be the gateway, e.g. http://host:8080)',
   missingHost: 'the request had no Host header; this is a client bug',

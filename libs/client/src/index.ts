@@ -15,6 +15,7 @@ export {
   ContentStateError,
   CredentialsFileError,
   IntegrityError,
+  ReceiptError,
   RetriesExhaustedError,
   TransportError,
   formatDuration,
@@ -29,10 +30,12 @@ export {
   type RetryPolicyOptions,
 } from './RetryPolicy';
 export { checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
+export { verifyReceipt, type ReceiptSigner, type VerifiedReceipt } from './Receipt';
 export { parseReceivedRanges, missingParts, splitIntoParts, type ByteRange } from './ranges';
 export type {
   CertChallenge,
   CodeError,
+  ContentReceipt,
   ContentsError,
   PartStored,
   SessionPairAnswer,

@@ -20,6 +20,8 @@ export interface Received {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   text: string;
+  /** The body's bytes (empty when it went to a sink). */
+  bytes: Buffer;
 }
 
 /** Where HTTP_PROXY, HTTPS_PROXY and NO_PROXY (or their lower-case forms, which win) are read from. */
@@ -97,13 +99,14 @@ export class Transport {
         throw new TransportError(`${req.method} ${req.url.pathname}: the answer broke off`, {
           code: 'ANSWER_BROKE_OFF',
         });
-      return { status, headers: res.headers, text: '' };
+      return { status, headers: res.headers, text: '', bytes: Buffer.alloc(0) };
     }
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const bytes = Buffer.concat(chunks);
+    const text = bytes.toString('utf8');
     if (status >= 400) throw ApiError.fromResponse(status, text, res.headers);
-    return { status, headers: res.headers, text };
+    return { status, headers: res.headers, text, bytes };
   }
 
   close(): void {

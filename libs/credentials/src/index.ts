@@ -2,3 +2,4 @@ export { BearerVerifier, InvalidBearerToken, type BearerVerifierOptions } from '
 export { type Principal } from './Principal';
 export { parseAuthorization, type PresentedCredential } from './parseAuthorization';
 export { DevKeys, DEV_ISSUER, DEV_AUDIENCE } from './DevKeys';
+export { DevReceiptSigner, selfSignedCertificate } from './DevReceiptSigner';

@@ -103,6 +103,11 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'the request failed unexpectedly; quote the track-id when reporting it',
   },
+  receiptsNotConfigured: {
+    status: 501,
+    family: 'contents',
+    message: 'this deployment does not sign receipts: the content-service has no signing key and certificate',
+  },
   identityProviderUnavailable: {
     status: 503,
     family: 'contents',

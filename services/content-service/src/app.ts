@@ -7,6 +7,7 @@ import type { DownloadService } from './downloads/DownloadService';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
 import { errorHandler } from './http/errorHandler';
+import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
 import type { UploadService } from './uploads/UploadService';
 
@@ -15,6 +16,7 @@ export interface ContentAppDeps {
   metrics: ServiceMetrics;
   uploads: UploadService;
   downloads: DownloadService;
+  receipts: ContentReceipts;
   bearer: BearerVerifier | null;
   sessions: SessionValidator | null;
 }
@@ -22,7 +24,12 @@ export interface ContentAppDeps {
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: ContentAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
-  app.use('/v1', startTimings, authenticate(deps.bearer, deps.sessions), contentsRouter(deps.uploads, deps.downloads));
+  app.use(
+    '/v1',
+    startTimings,
+    authenticate(deps.bearer, deps.sessions),
+    contentsRouter(deps.uploads, deps.downloads, deps.receipts),
+  );
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));
   });

@@ -16,6 +16,9 @@ const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).defau
 const S3_KEYS_TOGETHER = (other: string) =>
   `is required with ${other}: set both static S3 keys, or neither to use the AWS default credential chain (IRSA, EKS Pod Identity, instance role, AWS_* variables)`;
 
+const RECEIPT_FILES_TOGETHER = (other: string) =>
+  `is required with ${other}: receipts are signed with the key of the certificate they carry; set both, or neither to answer receipts with 501`;
+
 /** Every setting of the content-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, {
@@ -63,6 +66,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
+      /**
+       * The platform's receipt signing key (PEM, unencrypted; RSA of 2048 bits or more, or EC
+       * P-256) and its certificate (PEM, the signer first, then any intermediates), both or
+       * neither: without them GET .../receipt answers 501. Read and checked at start-up.
+       */
+      RECEIPT_SIGNING_KEY_FILE: z.string().min(1).optional(),
+      RECEIPT_CERTIFICATE_FILE: z.string().min(1).optional(),
       /** Longest wait for S3's answer to a call that streams no body (CompleteMultipartUpload aside). */
       S3_TIMEOUT_MS: env.int(3_000, 100),
       /** A streamed part or download fails once S3 makes no progress for this long. */
@@ -87,6 +97,10 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     throw new ConfigError('S3_SECRET_ACCESS_KEY', S3_KEYS_TOGETHER('S3_ACCESS_KEY_ID'));
   if (c.S3_SECRET_ACCESS_KEY && !c.S3_ACCESS_KEY_ID)
     throw new ConfigError('S3_ACCESS_KEY_ID', S3_KEYS_TOGETHER('S3_SECRET_ACCESS_KEY'));
+  if (c.RECEIPT_SIGNING_KEY_FILE && !c.RECEIPT_CERTIFICATE_FILE)
+    throw new ConfigError('RECEIPT_CERTIFICATE_FILE', RECEIPT_FILES_TOGETHER('RECEIPT_SIGNING_KEY_FILE'));
+  if (c.RECEIPT_CERTIFICATE_FILE && !c.RECEIPT_SIGNING_KEY_FILE)
+    throw new ConfigError('RECEIPT_SIGNING_KEY_FILE', RECEIPT_FILES_TOGETHER('RECEIPT_CERTIFICATE_FILE'));
   if (!c.JWT_ISSUER && (c.JWT_JWKS_URL || c.JWT_JWKS_FILE))
     throw new ConfigError('JWT_ISSUER', 'is required with JWT_JWKS_URL or JWT_JWKS_FILE');
   return { ...c, REDIS_TARGET: redisTarget(c) };

@@ -8,6 +8,8 @@ import { loadConfig } from './config';
 import { DownloadService } from './downloads/DownloadService';
 import { CachedSessionValidator } from './http/CachedSessionValidator';
 import { HttpSessionValidator } from './clients/HttpSessionValidator';
+import { ContentReceipts } from './receipts/ContentReceipts';
+import { loadReceiptSigner } from './receipts/loadReceiptSigner';
 import { ObjectStore } from './store/ObjectStore';
 import { RedisLease } from './store/RedisLease';
 import { RedisUploadBook } from './store/RedisUploadBook';
@@ -21,6 +23,18 @@ startService({
   name: 'content-service',
   loadConfig,
   build: async ({ config, logger }) => {
+    // Read and checked before anything connects: a wrong key or certificate stops the start.
+    const receiptSigner = await loadReceiptSigner(config, systemClock());
+    logger.info(
+      receiptSigner
+        ? {
+            receiptSigner: receiptSigner.subject,
+            notAfter: receiptSigner.notAfter.toISOString(),
+            sha256Fingerprint: receiptSigner.fingerprint,
+          }
+        : { receiptSigner: null },
+      receiptSigner ? 'receipts are signed' : 'no receipt signing key: receipts answer 501',
+    );
     const s3 = createS3Client(config);
     logger.info({ s3Credentials: s3CredentialSource(config) }, 'S3 client ready');
     // Unfinished uploads are kept in Redis; finished contents are their S3 objects alone.
@@ -76,6 +90,7 @@ startService({
       },
     );
     const downloads = new DownloadService(objects, uploads.status);
+    const receipts = new ContentReceipts(downloads, receiptSigner?.signer ?? null);
     const sweeper = new UploadSweeper(book, uploads.expiry, new RedisLease(redis, config.S3_BUCKET), logger, {
       intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
       leaseMs: 30_000,
@@ -111,6 +126,7 @@ startService({
       metrics,
       uploads,
       downloads,
+      receipts,
       bearer,
       sessions,
     });

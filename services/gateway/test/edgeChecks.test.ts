@@ -143,6 +143,7 @@ describe('routeLabel', () => {
   it('names the API routes and folds every other path into "other"', () => {
     expect(routeLabel(`/v1/${OWNER}/contents`)).toBe('/v1/:ownerId/contents');
     expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}`)).toBe('/v1/:ownerId/contents/:contentId');
+    expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}/receipt`)).toBe('/v1/:ownerId/contents/:contentId/receipt');
     expect(routeLabel('/sessions/v5.12/sessions/refresh')).toBe('/sessions/v5.x/sessions/refresh');
     expect(routeLabel('/healthz')).toBe('/healthz');
     for (const path of ['/x1', '/random-segment-123', '/v1/not-a-uuid/contents', '/auth/v5.13/unknown'])

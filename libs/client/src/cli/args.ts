@@ -14,6 +14,7 @@ const OPTIONS = {
   parallel: { type: 'string' },
   'content-type': { type: 'string' },
   sha256: { type: 'string' },
+  out: { type: 'string' },
   size: { type: 'string' },
   restart: { type: 'boolean', default: false },
   'retry-for': { type: 'string' },

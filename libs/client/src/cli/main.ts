@@ -9,6 +9,7 @@ import { parseCommandLine } from './args';
 import type { Command, CommandContext } from './command';
 import { download } from './commands/download';
 import { login } from './commands/login';
+import { receipt } from './commands/receipt';
 import { refresh } from './commands/refresh';
 import { status } from './commands/status';
 import { upload } from './commands/upload';
@@ -28,6 +29,7 @@ const COMMANDS = new Map<string, Command>([
   ['status', status],
   ['upload', upload],
   ['download', download],
+  ['receipt', receipt],
 ]);
 
 export async function run(
@@ -192,6 +194,12 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
       3,
       error.message,
       'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)',
+    );
+  if (error instanceof errors.ReceiptError)
+    return write(
+      7,
+      error.message,
+      "do not rely on this receipt: check --url, and that --cert is the platform's receipt certificate",
     );
   if (error instanceof errors.IntegrityError)
     return write(

@@ -8,6 +8,9 @@ commands:
   upload - [--size <bytes>] ...                     upload standard input (a pipe); see the README
   download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
   status <id>
+  receipt <id> [--out <file>] [--cert <pem>]        the content's signed receipt, checked and printed; --cert:
+                                                     the platform's receipt certificate (else only the one the
+                                                     receipt carries is checked); --out: keep the DER
   refresh                                            rotate the saved session
   --version, -V                                      print the version
   --help, -h                                         print this
@@ -28,7 +31,7 @@ lower case) send requests through a proxy
 
 exit codes: 0 ok, 1 unexpected, 2 usage, 3 credentials (401/403, unusable --cert/--key), 4 not found, 5 conflict or
 refused input (400/409/411/413/416), 6 service unavailable or network, 7 verification failed
-(length or SHA-256 of a download, length of an upload stream), 130 interrupted`;
+(length or SHA-256 of a download, length of an upload stream, a receipt's signature), 130 interrupted`;
 
 /** A command line that cannot be run as given: exit code 2, with a pointer to `content --help`. */
 export class UsageError extends Error {}

@@ -71,6 +71,38 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/{ownerId}/contents/{contentId}/receipt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    /**
+     * Signed receipt
+     * @description A receipt of a ready content, signed by the platform: a DER CMS SignedData (RFC 5652)
+     *     whose attached content (id-data) is a `ContentReceipt` JSON document (its size, type,
+     *     digests, dates and uploader, as stored). SHA-256, the signer named by issuer and serial
+     *     number, its certificate included, the signed attributes content-type, message-digest and
+     *     signing-time. Each request gets a receipt made and signed anew. Check it and print the
+     *     document with
+     *     `openssl cms -verify -inform DER -in receipt.der -CAfile platform.pem -purpose any`, where
+     *     `platform.pem` is the platform's receipt certificate, got from its operator.
+     */
+    get: operations['Receipt'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/auth/v5.13/authenticate-by-cert': {
     parameters: {
       query?: never;
@@ -241,6 +273,51 @@ export interface components {
       /** @description True once every byte of the content has arrived. */
       'is-completed': boolean;
     };
+    /**
+     * @description What a receipt attests (the JSON inside its CMS SignedData), as the content's S3 object
+     *     says it when the receipt is made.
+     */
+    ContentReceipt: {
+      /** Format: uuid */
+      'content-id': string;
+      /** Format: uuid */
+      'owner-id': string;
+      /** @description The content's length in bytes. */
+      size: number;
+      /** @description The Content-Type stored with the content. */
+      'content-type': string;
+      /**
+       * @description Base64 digests of the whole content, as in `Repr-Digest`: `crc64nvme`, the CRC-64/NVME
+       *     S3 keeps of every object (absent only with an S3 server that keeps none), and `sha-256`
+       *     for a content stored by one request that carried `Content-Digest`.
+       */
+      digests: {
+        /** @example 47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU= */
+        'sha-256'?: string;
+        /** @example AAAAAAAAAAA= */
+        crc64nvme?: string;
+      };
+      /**
+       * Format: date-time
+       * @description When the content's first request came.
+       */
+      created: string | null;
+      /**
+       * Format: date-time
+       * @description When the content was completed (its Last-Modified).
+       */
+      completed: string | null;
+      /**
+       * @description Who sent it, `bearer:<token subject>` or `session:<user id>`.
+       * @example bearer:5dcd7f18-797f-482c-b9c9-eed6d80246fd
+       */
+      uploader: string | null;
+      /**
+       * Format: date-time
+       * @description When the receipt was signed (its signing-time
+       */
+      issued: string;
+    };
     ContentsError: {
       /**
        * @description A stable machine code, `urn:error:contents:<camelCaseCode>`: the content-service's codes
@@ -282,6 +359,7 @@ export interface components {
         | 'urn:error:contents:rangeNotSatisfiable'
         | 'urn:error:contents:rangeTotalMismatch'
         | 'urn:error:contents:internalError'
+        | 'urn:error:contents:receiptsNotConfigured'
         | 'urn:error:contents:identityProviderUnavailable'
         | 'urn:error:contents:sessionServiceUnavailable'
         | 'urn:error:contents:databaseUnavailable'
@@ -916,6 +994,62 @@ export interface operations {
         };
         content?: never;
       };
+    };
+  };
+  Receipt: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The receipt. */
+      200: {
+        headers: {
+          'Content-Length': components['headers']['Content-Length'];
+          /** @description `attachment; filename="receipt-<contentId>.p7m"` */
+          'Content-Disposition'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/pkcs7-mime; smime-type=signed-data': string;
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description `contentNotReady`: the content is still uploading; it has a receipt once complete. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      500: components['responses']['ContentsInternalError'];
+      /** @description `receiptsNotConfigured`: this deployment signs no receipts (its content-service has no signing key and certificate). */
+      501: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
     };
   };
   AuthenticateByCert: {

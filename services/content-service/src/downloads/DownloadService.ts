@@ -45,6 +45,21 @@ export class DownloadService {
     return { state: 'uploading', record, total, received: ranges.map(({ a, b }) => ({ start: a, end: b })) };
   }
 
+  /**
+   * A ready content's object, as one HeadObject finds it; 409 `contentNotReady` while the content
+   * is still being uploaded, 404 when there is neither.
+   */
+  async ready(ownerId: string, id: string): Promise<ObjectInfo> {
+    const key = contentKey(ownerId, id);
+    const info = await this.objects.head(key);
+    if (info) return info;
+    const record = await this.miss(ownerId, id);
+    const again = record === 'ready' || record.completedNow ? await this.objects.head(key) : null;
+    if (again) return again;
+    if (record === 'ready') throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+    throw ServiceError.of('contentNotReady');
+  }
+
   async open(ownerId: string, id: string, range: RangeRequest | null, signal: AbortSignal): Promise<Download> {
     const key = contentKey(ownerId, id);
     // `bytes=-0` names no byte at all; S3 servers differ on it.

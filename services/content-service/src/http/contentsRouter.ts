@@ -15,13 +15,17 @@ import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
+import type { ContentReceipts } from '../receipts/ContentReceipts';
 import { timingsOf } from '../uploads/StageTimings';
 import type { UploadService } from '../uploads/UploadService';
 
+/** RFC 8551's type of a CMS SignedData (.p7m). */
+const RECEIPT_MEDIA_TYPE = 'application/pkcs7-mime; smime-type=signed-data';
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The /v1 content API: upload, upload by parts, download. */
-export function contentsRouter(uploads: UploadService, downloads: DownloadService): Router {
+/** The /v1 content API: upload, upload by parts, download, and a ready content's signed receipt. */
+export function contentsRouter(uploads: UploadService, downloads: DownloadService, receipts: ContentReceipts): Router {
   const router = Router();
 
   router.post('/:ownerId/contents', async (req, res) => {
@@ -104,6 +108,20 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
       // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
       res.destroy();
     }
+  });
+
+  // A signed receipt of a ready content (DER CMS SignedData), made anew for each request.
+  router.get('/:ownerId/contents/:contentId/receipt', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const contentId = requireUuid(String(req.params.contentId), 'contentId');
+    const receipt = await receipts.issue(ownerId, contentId);
+    res.status(200);
+    res.setHeader('Content-Type', RECEIPT_MEDIA_TYPE);
+    res.setHeader('Content-Length', String(receipt.length));
+    res.setHeader('Content-Disposition', `attachment; filename="receipt-${contentId}.p7m"`);
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
+    res.end(receipt);
   });
 
   return router;

@@ -17,6 +17,7 @@ const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-
 const ROUTE_LABELS: [RegExp, string][] = [
   [new RegExp(`^/v1/${UUID}/contents/?$`), '/v1/:ownerId/contents'],
   [new RegExp(`^/v1/${UUID}/contents/${UUID}/?$`), '/v1/:ownerId/contents/:contentId'],
+  [new RegExp(`^/v1/${UUID}/contents/${UUID}/receipt/?$`), '/v1/:ownerId/contents/:contentId/receipt'],
   [/^\/auth\/v5\.\d+\/authenticate-by-cert\/?$/, '/auth/v5.x/authenticate-by-cert'],
   [/^\/auth\/v5\.\d+\/approve-cert\/?$/, '/auth/v5.x/approve-cert'],
   [/^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/, '/sessions/v5.x/sessions/refresh'],
