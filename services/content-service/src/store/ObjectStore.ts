@@ -157,12 +157,7 @@ export class ObjectStore {
     const out = await this.streaming(body, async (watched, abortSignal) => {
       const upload = new Upload({
         client: this.s3,
-        params: {
-          ...this.at(key),
-          Body: watched,
-          ContentType: contentType,
-          Metadata: metadata,
-        },
+        params: { ...this.at(key), Body: watched, ContentType: contentType, Metadata: metadata },
         partSize: 8 * 1024 * 1024,
         queueSize: 1,
         leavePartsOnError: false,
