@@ -18,6 +18,8 @@ import { cli } from './support/contentCli';
 import { OPENAPI_FILE } from './support/contract';
 import { call, contentsUrl, newOwner, P, postPart, putPart } from './support/http';
 import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
+import { TestPki } from './support/pki';
+import { admin, newApiKey, registerUser, signIn } from './support/signin';
 import { testStack, tokenFor } from './support/stack';
 
 const DAY = 24 * 3600 * 1000;
@@ -94,6 +96,7 @@ describe('signed receipts', () => {
       'content-type': 'text/csv',
       digests: { 'sha-256': base64Sha256(bytes), crc64nvme: await base64Crc(bytes) },
       uploader: `bearer:${owner}`, // the dev token's subject
+      'uploader-certificate': null,
     });
     expect(new Date(document.created).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
     expect(new Date(document.completed).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
@@ -105,6 +108,42 @@ describe('signed receipts', () => {
     const refused = opensslVerify(flipped);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/verify error|digest failure/i);
+  });
+
+  it('names the user and the certificate thumbprint of a session that signed in by certificate', async () => {
+    const pki = new TestPki();
+    const root = pki.root('Receipts Root');
+    await admin('trust', 'add', '--cert', root.certPath);
+    const user = pki.issue('receipts-user', root);
+    const signedOwner = newOwner();
+    const { userId } = await registerUser(user, [signedOwner]);
+    const { Sid } = await signIn(user, await newApiKey());
+    const cookie = { cookie: `auth.sid=${Sid}` };
+    // A one-request content, and one sent in two parts: the multipart upload keeps it too.
+    const one = await call(contentsUrl(signedOwner), { method: 'POST', body: randomBytes(100), headers: cookie });
+    expect(one.status).toBe(201);
+    const first = await call(contentsUrl(signedOwner), {
+      method: 'POST',
+      body: randomBytes(100),
+      headers: { ...cookie, 'content-range': 'bytes 0-99/200' },
+    });
+    const id = first.json().id as string;
+    const last = await call(contentsUrl(signedOwner, id), {
+      method: 'PUT',
+      body: randomBytes(100),
+      headers: { ...cookie, 'content-range': 'bytes 100-199/200' },
+    });
+    expect(last.status).toBe(201);
+    for (const contentId of [one.json().id as string, id]) {
+      const receipt = await call(receiptUrl(contentId, signedOwner), { headers: cookie });
+      expect(receipt.status).toBe(200);
+      const verified = opensslVerify(receipt.body);
+      expect(verified.code).toBe(0);
+      expect(JSON.parse(verified.stdout)).toMatchObject({
+        uploader: `session:${userId}`,
+        'uploader-certificate': user.thumbprint,
+      });
+    }
   });
 
   it('names the size and CRC-64/NVME of a content sent in two parts, the last first', async () => {

@@ -6,6 +6,8 @@ export interface CachedSession {
   owners: string[];
   familyId: string;
   sidExpiresAt: number; // epoch ms
+  /** The sign-in certificate's SHA-1 thumbprint (hex), for sessions signed in by certificate. */
+  thumbprint?: string;
 }
 
 export type CacheLookup =
@@ -22,10 +24,11 @@ export type CacheLookup =
 export function cachedAnswer(
   lookup: CacheLookup,
   now: number,
-): { userId: string; owners: string[] } | null | undefined {
+): { userId: string; owners: string[]; thumbprint?: string } | null | undefined {
   if (lookup.kind === 'dead') return null;
   if (lookup.kind !== 'live') return undefined;
-  return lookup.session.sidExpiresAt > now ? { userId: lookup.session.userId, owners: lookup.session.owners } : null;
+  const { userId, owners, thumbprint, sidExpiresAt } = lookup.session;
+  return sidExpiresAt > now ? { userId, owners, ...(thumbprint ? { thumbprint } : {}) } : null;
 }
 
 const DEAD = 'dead';

@@ -79,6 +79,7 @@ describe('receipts', () => {
       created: '2026-03-01T10:00:00.123Z',
       completed: '2026-03-01T10:20:30.000Z',
       uploader: 'bearer:alice@example.com',
+      'uploader-certificate': null,
       issued: '2026-03-02T08:00:00.000Z',
     });
     const bare = receiptDocument(
@@ -88,6 +89,11 @@ describe('receipts', () => {
       new Date(0),
     );
     expect(bare).toMatchObject({ digests: {}, created: null, completed: null, uploader: null });
+    const session = { ...info, metadata: { uploader: 'session%3Au1', 'uploader-certificate': 'AB'.repeat(20) } };
+    expect(receiptDocument(OWNER, CONTENT, session, new Date(0))).toMatchObject({
+      uploader: 'session:u1',
+      'uploader-certificate': 'AB'.repeat(20),
+    });
   });
 
   it('refuses a receipt with one byte flipped in its document, its signed attributes or its signature', async () => {

@@ -146,7 +146,11 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const again = await replicaB.refresh(first.Sid, first.RefreshToken);
       expect(again).toEqual(second);
       expect(await replicaA.validate(first.Sid)).toBeNull();
-      expect(await replicaB.validate(second.Sid)).toEqual({ userId: first.userId, owners: first.owners });
+      expect(await replicaB.validate(second.Sid)).toEqual({
+        userId: first.userId,
+        owners: first.owners,
+        thumbprint: first.thumbprint,
+      });
       expect(await revokedAt(familyId)).toBeNull();
       expect(await pairsOf(familyId)).toHaveLength(1);
       // The pair got back is the live one: it refreshes, and then the old token is a reuse.
@@ -262,7 +266,11 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
         const pairs = await pairsOf(familyId);
         expect(pairs.map((p) => p._id)).toEqual([tokenHash(retried.Sid)]);
         expect(await revokedAt(familyId)).toBeNull();
-        expect(await replicaA.validate(retried.Sid)).toEqual({ userId: first.userId, owners: first.owners });
+        expect(await replicaA.validate(retried.Sid)).toEqual({
+          userId: first.userId,
+          owners: first.owners,
+          thumbprint: first.thumbprint,
+        });
         await replicaA.refresh(retried.Sid, retried.RefreshToken);
         expect(await revokedAt(familyId)).toBeNull();
       });
@@ -367,7 +375,11 @@ describe('refresh: grace, concurrency, crashes, lifetime and registration', () =
       const added = randomUUID();
       registry.users.set(first.userId, [...first.owners, added]);
       const second = await replicaA.refresh(first.Sid, first.RefreshToken);
-      expect(await replicaA.validate(second.Sid)).toEqual({ userId: first.userId, owners: [...first.owners, added] });
+      expect(await replicaA.validate(second.Sid)).toEqual({
+        userId: first.userId,
+        owners: [...first.owners, added],
+        thumbprint: first.thumbprint,
+      });
     });
   });
 });

@@ -25,7 +25,12 @@ export class HttpSessionValidator implements SessionValidator {
     if (answer.status === 404 || answer.status === 401) return null;
     if (answer.status !== 200)
       throw ServiceError.of('sessionServiceUnavailable', `the session service answered ${answer.status}`);
-    const body = JSON.parse(answer.body) as { userId: string; owners: string[] };
-    return { kind: 'session', subject: body.userId, owners: body.owners.map((o) => o.toLowerCase()) };
+    const body = JSON.parse(answer.body) as { userId: string; owners: string[]; thumbprint?: unknown };
+    return {
+      kind: 'session',
+      subject: body.userId,
+      owners: body.owners.map((o) => o.toLowerCase()),
+      ...(typeof body.thumbprint === 'string' ? { thumbprint: body.thumbprint } : {}),
+    };
   }
 }

@@ -43,7 +43,14 @@ export class CachedSessionValidator implements SessionValidator {
     const answer = cachedAnswer(cached, this.clock().getTime());
     if (answer === undefined) return this.askSessionService(sid);
     this.answered.inc({ by: 'cache' });
-    return answer && { kind: 'session', subject: answer.userId, owners: answer.owners.map((o) => o.toLowerCase()) };
+    return (
+      answer && {
+        kind: 'session',
+        subject: answer.userId,
+        owners: answer.owners.map((o) => o.toLowerCase()),
+        ...(answer.thumbprint ? { thumbprint: answer.thumbprint } : {}),
+      }
+    );
   }
 
   private askSessionService(sid: string): Promise<Principal | null> {

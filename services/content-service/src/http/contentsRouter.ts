@@ -36,6 +36,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
       ownerId,
       contentId: null,
       uploader: uploaderOf(req),
+      uploaderCertificate: req.principal?.thumbprint ?? null,
       body: req,
       timings,
     });
@@ -54,6 +55,7 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
       ownerId,
       contentId,
       uploader: uploaderOf(req),
+      uploaderCertificate: req.principal?.thumbprint ?? null,
       body: req,
       timings,
     });

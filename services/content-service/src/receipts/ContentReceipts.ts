@@ -18,6 +18,8 @@ export interface ReceiptDocument {
   completed: string | null;
   /** Who sent it: `bearer:<sub>` or `session:<user>`. */
   uploader: string | null;
+  /** The SHA-1 thumbprint (hex) of the certificate the uploader's session signed in with. */
+  'uploader-certificate': string | null;
   /** When the receipt was signed, also its signing-time attribute (whole seconds). */
   issued: string;
 }
@@ -60,6 +62,7 @@ export function receiptDocument(ownerId: string, contentId: string, info: Object
     created: Number.isNaN(created.getTime()) ? null : created.toISOString(),
     completed: info.lastModified && !Number.isNaN(info.lastModified.getTime()) ? info.lastModified.toISOString() : null,
     uploader: uploaderOf(info.metadata.uploader),
+    'uploader-certificate': uploaderOf(info.metadata['uploader-certificate']),
     issued: issued.toISOString(),
   };
 }

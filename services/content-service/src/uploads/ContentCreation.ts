@@ -26,7 +26,7 @@ export class ContentCreation {
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
-    const metadata = objectMetadata(request.uploader ?? null, clock(), request.sha256 ?? null);
+    const metadata = objectMetadata(request, clock(), request.sha256 ?? null);
     // The object is the content's only record: once S3 has it, the content is ready.
     if (knownTotal !== null) {
       // The SHA-256 is checked here (S3 is sent the CRC-64/NVME, the digest it keeps for the content).
@@ -54,7 +54,7 @@ export class ContentCreation {
     const uploader = request.uploader ?? null;
     const record = await timings.time('record', async () => {
       const now = clock();
-      const uploadId = await objects.createMultipartUpload(s3Key, contentType, objectMetadata(uploader, now));
+      const uploadId = await objects.createMultipartUpload(s3Key, contentType, objectMetadata(request, now));
       const created: UploadRecord = {
         _id: id,
         ownerId: request.ownerId,
@@ -89,16 +89,19 @@ export class ContentCreation {
 
 /**
  * What a finished content's object carries besides its bytes (S3 user metadata: ASCII only): when
- * it was begun, who sent it, and its SHA-256 (base64) when the request named one (and it was checked).
+ * it was begun, who sent it (and the certificate its session signed in with), and its SHA-256
+ * (base64) when the request named one (and it was checked).
  */
 function objectMetadata(
-  uploader: string | null,
+  sender: Pick<WriteRequest, 'uploader' | 'uploaderCertificate'>,
   createdAt: Date,
   sha256: Buffer | null = null,
 ): Record<string, string> {
+  const { uploader, uploaderCertificate } = sender;
   return {
     'created-at': createdAt.toISOString(),
     ...(uploader ? { uploader: encodeURIComponent(uploader) } : {}),
+    ...(uploaderCertificate ? { 'uploader-certificate': encodeURIComponent(uploaderCertificate) } : {}),
     ...(sha256 ? { sha256: sha256.toString('base64') } : {}),
   };
 }

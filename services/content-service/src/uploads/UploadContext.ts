@@ -54,6 +54,8 @@ export interface WriteRequest {
   contentType: string | null;
   /** Who sends it (`bearer:<sub>`, `session:<user>`); kept with the content. */
   uploader?: string | null;
+  /** The SHA-1 thumbprint of the certificate its session signed in with; kept with the content. */
+  uploaderCertificate?: string | null;
   body: Readable;
   /** The SHA-256 its Content-Digest names for the body (checked before the body is kept); null without one. */
   sha256?: Buffer | null;

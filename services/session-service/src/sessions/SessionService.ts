@@ -28,6 +28,8 @@ export interface IssuedPair {
 export interface ValidSession {
   userId: string;
   owners: string[];
+  /** The sign-in certificate's SHA-1 thumbprint (hex), where the session was signed in by one. */
+  thumbprint?: string;
 }
 
 /**
@@ -95,9 +97,7 @@ export class SessionService {
       if (fresh.state === 'live') await this.cache.fillLive(sidHash, fresh.session, now).catch(() => undefined);
       else if (fresh.state === 'dead') await this.cache.fillDead(sidHash).catch(() => undefined);
     }
-    return fresh.state === 'live' && fresh.session.sidExpiresAt > now
-      ? { userId: fresh.session.userId, owners: fresh.session.owners }
-      : null;
+    return fresh.state === 'live' ? (cachedAnswer({ kind: 'live', session: fresh.session }, now) ?? null) : null;
   }
 
   private async lookup(
@@ -119,6 +119,7 @@ export class SessionService {
         owners: pair.owners,
         familyId: pair.familyId,
         sidExpiresAt: pair.sidExpiresAt.getTime(),
+        ...(family.thumbprint ? { thumbprint: family.thumbprint } : {}),
       },
     };
   }
