@@ -313,6 +313,11 @@ export interface components {
        */
       uploader: string | null;
       /**
+       * @description The SHA-1 thumbprint (hex) of the certificate the uploader's session signed in with; null for a Bearer token.
+       * @example 3F2A9C0B7E5D41A8C6B2E0F19D7C3A5B8E4F6012
+       */
+      'uploader-certificate': string | null;
+      /**
        * Format: date-time
        * @description When the receipt was signed (its signing-time
        */
@@ -652,10 +657,11 @@ export interface components {
     /** @description `bytes a-b/total` or `bytes a-b/*`; the body must be exactly b-a+1 bytes, at most 64 MiB. */
     ContentRangeRequired: string;
     /**
-     * @description RFC 9530 digest of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:`. Checked
-     *     before the body's last bytes are stored: a body with another digest is 400
-     *     `contentDigestMismatch` and nothing of it is kept (a part stays missing, a new content is not
-     *     made). Members of other algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
+     * @description RFC 9530 digests of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:` and/or
+     *     `crc64nvme=:<base64 of the 8-byte CRC-64/NVME>:`. Checked before the body is kept (by S3, or by
+     *     the service as the bytes pass): a body with another digest is 400 `contentDigestMismatch` and
+     *     nothing of it is kept (a part stays missing, a new content is not made). Members of other
+     *     algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
      */
     ContentDigest: string;
     /** @description Stored with the content and returned on download. An RFC 9110 media type (`type/subtype` with optional `; name=value` parameters), ASCII only, at most 255 characters; anything else is 400 `invalidContentType`. */
@@ -691,9 +697,10 @@ export interface components {
     /** @description When the content was completed. */
     'Last-Modified': string;
     /**
-     * @description RFC 9530 digest of the whole content (also on a ranged GET): `sha-256=:<base64>:`, for a
-     *     content stored by one request that carried `Content-Digest` (the digest checked then).
-     *     Absent where the service does not have it.
+     * @description RFC 9530 digests of the whole content (also on a ranged GET): `crc64nvme=:<base64>:`, the
+     *     CRC-64/NVME S3 keeps for the whole object however its parts came, and `sha-256=:<base64>:`
+     *     for a content stored by one request that carried its SHA-256. Absent only where S3 keeps no
+     *     checksum.
      */
     'Repr-Digest': string;
   };
@@ -715,10 +722,11 @@ export interface operations {
         /** @description The body's length; without it the body must be chunked, else 411. */
         'Content-Length'?: components['parameters']['ContentLength'];
         /**
-         * @description RFC 9530 digest of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:`. Checked
-         *     before the body's last bytes are stored: a body with another digest is 400
-         *     `contentDigestMismatch` and nothing of it is kept (a part stays missing, a new content is not
-         *     made). Members of other algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
+         * @description RFC 9530 digests of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:` and/or
+         *     `crc64nvme=:<base64 of the 8-byte CRC-64/NVME>:`. Checked before the body is kept (by S3, or by
+         *     the service as the bytes pass): a body with another digest is 400 `contentDigestMismatch` and
+         *     nothing of it is kept (a part stays missing, a new content is not made). Members of other
+         *     algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
          */
         'Content-Digest'?: components['parameters']['ContentDigest'];
         /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
@@ -847,10 +855,11 @@ export interface operations {
         /** @description The body's length; without it the body must be chunked, else 411. */
         'Content-Length'?: components['parameters']['ContentLength'];
         /**
-         * @description RFC 9530 digest of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:`. Checked
-         *     before the body's last bytes are stored: a body with another digest is 400
-         *     `contentDigestMismatch` and nothing of it is kept (a part stays missing, a new content is not
-         *     made). Members of other algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
+         * @description RFC 9530 digests of this request's body: `sha-256=:<base64 of the 32-byte SHA-256>:` and/or
+         *     `crc64nvme=:<base64 of the 8-byte CRC-64/NVME>:`. Checked before the body is kept (by S3, or by
+         *     the service as the bytes pass): a body with another digest is 400 `contentDigestMismatch` and
+         *     nothing of it is kept (a part stays missing, a new content is not made). Members of other
+         *     algorithms are ignored; a malformed field is 400 `invalidContentDigest`.
          */
         'Content-Digest'?: components['parameters']['ContentDigest'];
         /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
