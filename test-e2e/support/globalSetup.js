@@ -15,6 +15,7 @@ module.exports = async () => {
     gatewayAdminUrl: stack.gatewayAdminUrl,
     keysDir: stack.keysDir,
     receiptCertificateFile: stack.receiptCertificateFile,
+    auditFile: stack.auditFile,
     logDir,
     backing: stack.backing,
     services: Object.fromEntries(stack.services.map((s) => [s.name, { url: s.url, adminUrl: s.adminUrl, pid: s.pid }])),

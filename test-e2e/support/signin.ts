@@ -13,7 +13,12 @@ const CLI = join(ROOT, 'services', 'auth-service', 'dist', 'admin', 'cli.js');
 
 function adminEnv(): NodeJS.ProcessEnv {
   const stack = testStack();
-  return { ...process.env, MONGODB_URL: stack.backing.MONGODB_URL, MONGODB_DATABASE: stack.authDatabase };
+  return {
+    ...process.env,
+    MONGODB_URL: stack.backing.MONGODB_URL,
+    MONGODB_DATABASE: stack.authDatabase,
+    AUDIT_LOG: stack.auditFile,
+  };
 }
 
 /** `pnpm admin ...` against the test stack's auth database (node directly: pnpm adds ~1 s per call). */
@@ -36,6 +41,7 @@ export async function sessionsAdmin(...args: string[]): Promise<string> {
     MONGODB_URL: sessionEnv.MONGODB_URL!,
     MONGODB_DATABASE: sessionEnv.MONGODB_DATABASE!,
     REDIS_URL: sessionEnv.REDIS_URL!,
+    AUDIT_LOG: testStack().auditFile,
   };
   const { stdout } = await run(
     process.execPath,

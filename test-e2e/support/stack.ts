@@ -9,6 +9,8 @@ export interface TestStack {
   keysDir: string;
   /** The certificate of the key the content-service signs receipts with (PEM, self-signed). */
   receiptCertificateFile: string;
+  /** The audit trail every service of the stack (and the admin command lines tests run) appends to. */
+  auditFile: string;
   logDir: string;
   backing: {
     S3_ENDPOINT: string;

@@ -111,7 +111,14 @@ async function startStack(opts = {}) {
   const services = [];
   // Rate limits are off here (tests sign in many times from one address); tests that pin them
   // start services of their own with RATE_LIMIT_ENABLED=true.
-  const common = { LOG_LEVEL: process.env.LOG_LEVEL || 'info', RATE_LIMIT_ENABLED: 'false', ...(opts.env || {}) };
+  // Every service's audit trail goes to one file beside the logs (its lines are appended whole).
+  const auditFile = path.join(logDir, 'audit.jsonl');
+  const common = {
+    LOG_LEVEL: process.env.LOG_LEVEL || 'info',
+    RATE_LIMIT_ENABLED: 'false',
+    AUDIT_LOG: auditFile,
+    ...(opts.env || {}),
+  };
   // The sign-in services call each other and the gateway's address goes into Link.Href, so the
   // ports are chosen before anything starts.
   const gatewayPort = ports.gateway || (await freePort());
@@ -203,6 +210,7 @@ async function startStack(opts = {}) {
       backing,
       keysDir,
       receiptCertificateFile: receiptSigner.certificateFile,
+      auditFile,
       internalSecrets,
       authDatabase,
       sessionEnv,

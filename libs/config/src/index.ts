@@ -84,6 +84,8 @@ export function serviceSettings(defaults: { port: number; adminPort: number; shu
     ADMIN_PORT: env.port(defaults.adminPort),
     HOST: z.string().default('0.0.0.0'),
     LOG_LEVEL: env.logLevel(),
+    /** The audit trail's own stream: `stderr`, `stdout`, `off`, or a file path (appended to). */
+    AUDIT_LOG: z.string().min(1).default('stderr'),
     SHUTDOWN_GRACE_MS: env.int(defaults.shutdownGraceMs, 0),
   };
 }

@@ -34,3 +34,13 @@ export function createLogger({ service, level = 'info', destination }: LoggerOpt
   };
   return destination ? pino(options, destination) : pino(options);
 }
+export {
+  auditOutcome,
+  openAuditLog,
+  type AuditActor,
+  type AuditEvent,
+  type AuditLog,
+  type AuditOutcome,
+  type AuditRecord,
+} from './audit';
+export { auditOperatorChange } from './operatorAudit';

@@ -1,7 +1,7 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '@cp/config';
-import { createLogger, type Logger } from '@cp/logging';
+import { createLogger, openAuditLog, type AuditLog, type Logger } from '@cp/logging';
 import type { ReadinessCheck } from './healthRoutes';
 import { runServer, type RunServerOptions } from './runServer';
 import { adminApp } from './serviceApp';
@@ -14,6 +14,7 @@ export interface BaseServiceConfig {
   ADMIN_PORT: number;
   HOST: string;
   LOG_LEVEL: string;
+  AUDIT_LOG: string;
   SHUTDOWN_GRACE_MS: number;
 }
 
@@ -21,6 +22,8 @@ export interface BaseServiceConfig {
 export interface ServiceContext<C> {
   config: C;
   logger: Logger;
+  /** The audit trail (AUDIT_LOG): who did what, one JSON line per record, apart from the log. */
+  audit: AuditLog;
   isDraining: () => boolean;
 }
 
@@ -76,8 +79,9 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
     );
   }
   const logger = createLogger({ service: name, level: config.LOG_LEVEL });
+  const audit = openAuditLog(name, config.AUDIT_LOG);
   let draining = false;
-  const built = await build({ config, logger, isDraining: () => draining });
+  const built = await build({ config, logger, audit, isDraining: () => draining });
   // Created now, listening once the API port does.
   const backends = built.backends ?? [];
   const readiness = [...backends.map((b) => b.readiness), ...(built.admin.readiness ?? [])];
@@ -95,6 +99,7 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
       if (admin.listening) await closeServer(admin);
       await built.onShutdown?.();
       for (const backend of backends) await backend.close();
+      audit.close();
     },
   });
   await listen(admin, config.ADMIN_PORT, config.HOST);

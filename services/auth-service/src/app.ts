@@ -1,9 +1,10 @@
 import express from 'express';
 import { ServiceError } from '@cp/errors';
-import type { Logger } from '@cp/logging';
+import type { AuditLog, Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
-import { type InternalCaller, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import { audited, type InternalCaller, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
 import type { CertificateSignIn } from './challenges/CertificateSignIn';
+import { describeSignIn } from './http/auditSignIn';
 import { authRoutes } from './http/authRoutes';
 import { errorHandler } from './http/errorHandler';
 import { internalRoutes } from './http/internalRoutes';
@@ -12,6 +13,8 @@ import type { UserRegistry } from './store/UserRegistry';
 
 export interface AuthAppDeps {
   logger: Logger;
+  /** The audit trail: every sign-in, done or refused. */
+  audit: AuditLog;
   metrics: ServiceMetrics;
   signIn: CertificateSignIn;
   apiKeys: ApiKeyStore;
@@ -27,6 +30,7 @@ export interface AuthAppDeps {
 export function buildApp(deps: AuthAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
   app.use('/internal', requireInternalSecret(deps.internalCallers), internalRoutes(deps.apiKeys, deps.users));
+  app.use('/auth', audited(deps.audit, describeSignIn));
   if (deps.rateLimiter) app.use('/auth', deps.rateLimiter.middleware());
   app.use(authRoutes(deps.signIn, deps.apiKeys, deps.publicBaseUrl));
   app.use((req, _res, next) => {

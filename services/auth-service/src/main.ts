@@ -14,7 +14,7 @@ import { UserRegistry } from './store/UserRegistry';
 startService({
   name: 'auth-service',
   loadConfig,
-  build: async ({ config, logger }) => {
+  build: async ({ config, logger, audit }) => {
     const mongo = await connectMongo(config, 30);
     const db = mongo.db;
     const users = new UserRegistry(db);
@@ -36,6 +36,7 @@ startService({
     );
     const metrics = new ServiceMetrics('auth-service');
     const app = buildApp({
+      audit,
       logger,
       metrics,
       signIn,

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Binary, MongoClient } from 'mongodb';
-import { createLogger } from '@cp/logging';
+import { createLogger, openAuditLog } from '@cp/logging';
 import { ServiceMetrics } from '@cp/service-kit';
 import { decryptEncryptedKey, TestPki, type Issued } from '../../../test-e2e/support/pki';
 import { testStack } from '../../../test-e2e/support/stack';
@@ -89,6 +89,7 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     );
     const app = buildApp({
       logger,
+      audit: openAuditLog('auth-test', 'off'),
       metrics: new ServiceMetrics('auth-test'),
       signIn,
       apiKeys,

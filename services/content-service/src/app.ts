@@ -1,9 +1,10 @@
 import express from 'express';
 import type { BearerVerifier } from '@cp/credentials';
 import { ServiceError } from '@cp/errors';
-import type { Logger } from '@cp/logging';
-import { type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import type { AuditLog, Logger } from '@cp/logging';
+import { audited, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import type { DownloadService } from './downloads/DownloadService';
+import { describeContentRequest } from './http/auditContents';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
 import { errorHandler } from './http/errorHandler';
@@ -13,6 +14,8 @@ import type { UploadService } from './uploads/UploadService';
 
 export interface ContentAppDeps {
   logger: Logger;
+  /** The audit trail: each content's creation, completion, download and deletion. */
+  audit: AuditLog;
   metrics: ServiceMetrics;
   uploads: UploadService;
   downloads: DownloadService;
@@ -26,6 +29,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
   app.use(
     '/v1',
+    audited(deps.audit, describeContentRequest),
     startTimings,
     authenticate(deps.bearer, deps.sessions),
     contentsRouter(deps.uploads, deps.downloads, deps.receipts),

@@ -22,7 +22,7 @@ import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
 startService({
   name: 'content-service',
   loadConfig,
-  build: async ({ config, logger }) => {
+  build: async ({ config, logger, audit }) => {
     // Read and checked before anything connects: a wrong key or certificate stops the start.
     const receiptSigner = await loadReceiptSigner(config, systemClock());
     logger.info(
@@ -123,6 +123,7 @@ startService({
 
     const app = buildApp({
       logger,
+      audit,
       metrics,
       uploads,
       downloads,

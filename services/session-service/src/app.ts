@@ -1,8 +1,9 @@
 import express from 'express';
 import { ServiceError } from '@cp/errors';
-import type { Logger } from '@cp/logging';
+import type { AuditLog, Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
-import { type InternalCaller, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import { audited, type InternalCaller, type ServiceMetrics, requireInternalSecret, serviceApp } from '@cp/service-kit';
+import { describeRefresh } from './http/auditRefresh';
 import { errorHandler } from './http/errorHandler';
 import { internalRoutes, publicRoutes } from './http/sessionRoutes';
 import type { SessionService } from './sessions/SessionService';
@@ -10,6 +11,8 @@ import type { ApiKeyChecker } from './clients/ApiKeyVerifier';
 
 export interface SessionAppDeps {
   logger: Logger;
+  /** The audit trail: every refresh, done or refused. */
+  audit: AuditLog;
   metrics: ServiceMetrics;
   sessions: SessionService;
   apiKeys: ApiKeyChecker;
@@ -23,6 +26,7 @@ export interface SessionAppDeps {
 export function buildApp(deps: SessionAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
   app.use('/internal', requireInternalSecret(deps.internalCallers), internalRoutes(deps.sessions));
+  app.use('/sessions', audited(deps.audit, describeRefresh));
   if (deps.rateLimiter) app.use('/sessions', deps.rateLimiter.middleware());
   app.use(publicRoutes(deps.sessions, deps.apiKeys));
   app.use((req, _res, next) => {

@@ -13,7 +13,7 @@ import { SessionRepository } from './store/SessionRepository';
 startService({
   name: 'session-service',
   loadConfig,
-  build: async ({ config, logger }) => {
+  build: async ({ config, logger, audit }) => {
     const mongo = await connectMongo(config, 50);
     const repo = new SessionRepository(mongo.db);
     await repo.ensureIndexes();
@@ -39,6 +39,7 @@ startService({
 
     const metrics = new ServiceMetrics('session-service');
     const app = buildApp({
+      audit,
       logger,
       metrics,
       sessions,

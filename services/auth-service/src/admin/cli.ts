@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Binary, MongoClient } from 'mongodb';
+import { auditOperatorChange, type AuditOutcome } from '@cp/logging';
 import { dnText } from '../certificates/CertificateFacts';
 import {
   CertUnreadable,
@@ -210,7 +211,36 @@ async function isSelfSigned(c: ParsedCertificate): Promise<boolean> {
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
+/** The commands that change something: each writes an audit record (see auditOperatorChange). */
+const CHANGES = new Set(['user add', 'cert remove', 'apikey create', 'apikey revoke', 'trust add', 'trust remove']);
+
+/** Runs a command, and audits it when it is a change: its user, owners or thumbprint, never a key. */
+async function audited(argv: string[]): Promise<void> {
+  const strings = { user: { type: 'string' }, thumbprint: { type: 'string' }, label: { type: 'string' } } as const;
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: strings });
+  const command = positionals.slice(0, 2).join(' ');
+  const detail = {
+    user: typeof values.user === 'string' ? values.user : null,
+    thumbprint: typeof values.thumbprint === 'string' ? values.thumbprint : null,
+    label: typeof values.label === 'string' ? values.label : null,
+  };
+  const audit = (outcome: AuditOutcome) => {
+    if (CHANGES.has(command) && !values.help) auditOperatorChange('auth-admin', command, outcome, detail);
+  };
+  try {
+    await main(argv);
+    audit('ok');
+  } catch (error) {
+    audit(
+      error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound
+        ? 'refused'
+        : 'failed',
+    );
+    throw error;
+  }
+}
+
+audited(process.argv.slice(2)).catch((error: unknown) => {
   const message =
     error instanceof UsageError || error instanceof ThumbprintTaken || error instanceof NotFound
       ? error.message

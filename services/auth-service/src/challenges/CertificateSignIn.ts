@@ -83,9 +83,10 @@ export class CertificateSignIn {
     return { encryptedKey, thumbprint: leaf!.thumbprint };
   }
 
-  async approve(thumbprint: string, candidate: Buffer): Promise<SessionPair> {
+  async approve(thumbprint: string, candidate: Buffer, onUser?: (userId: string) => void): Promise<SessionPair> {
     const registered = /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? await this.deps.users.certificate(thumbprint) : null;
     if (!registered) throw ServiceError.of('UnknownCertificate');
+    onUser?.(registered.userId);
     const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock());
     if (outcome === 'missing') throw ServiceError.of('RndBytesNotFound');
     if (outcome === 'wrong') throw ServiceError.of('WrongKey');

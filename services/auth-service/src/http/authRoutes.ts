@@ -1,4 +1,4 @@
-import express, { Router, type Request } from 'express';
+import express, { Router, type Request, type Response } from 'express';
 import { ServiceError } from '@cp/errors';
 import { HEADERS, headerKey } from '@cp/protocol';
 import type { CertificateSignIn } from '../challenges/CertificateSignIn';
@@ -29,7 +29,7 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
         timed();
         return next(error);
       }
-      const answer = m[2] === 'authenticate-by-cert' ? authenticate(req, m[1]!) : approve(req);
+      const answer = m[2] === 'authenticate-by-cert' ? authenticate(req, m[1]!) : approve(req, res);
       answer.then(
         (value) => {
           timed();
@@ -65,13 +65,16 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
     };
   }
 
-  async function approve(req: Request): Promise<unknown> {
+  async function approve(req: Request, res: Response): Promise<unknown> {
     const apiKey = apiKeyOf(req);
     const thumbprint = query(req, 'thumbprint');
     const missing = [!thumbprint && 'thumbprint', !apiKey && 'api key'].filter(Boolean);
     if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
     if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.of('InvalidApiKey');
-    return signIn.approve(thumbprint!, bodyOf(req) ?? Buffer.alloc(0));
+    const pair = await signIn.approve(thumbprint!, bodyOf(req) ?? Buffer.alloc(0), (userId) => {
+      res.locals.userId = userId; // for its audit record
+    });
+    return pair;
   }
 
   return router;

@@ -40,6 +40,8 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
       body: req,
       timings,
     });
+    res.locals.contentId = outcome.id; // for its audit record
+    res.locals.completed = outcome.completed;
     res.setHeader('Server-Timing', timings.header());
     sendJson(res, 201, { id: outcome.id });
   });

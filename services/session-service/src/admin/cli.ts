@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { parseEnv, redisSettings, redisTarget } from '@cp/config';
-import { createLogger } from '@cp/logging';
+import { auditOperatorChange, createLogger } from '@cp/logging';
 import { closeRedis, connectRedis } from '@cp/redis';
 import { systemClock } from '@cp/service-kit';
 import { SessionService } from '../sessions/SessionService';
@@ -87,7 +87,28 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
+/** Runs the command and audits a revocation, done or not (see auditOperatorChange). */
+async function audited(argv: string[]): Promise<void> {
+  const options = { user: { type: 'string' } } as const;
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options });
+  const revoking = positionals.join(' ') === 'revoke' && !values.help;
+  const detail = { user: typeof values.user === 'string' ? values.user : null };
+  try {
+    await main(argv);
+    if (revoking) auditOperatorChange('sessions-admin', 'sessions revoke', 'ok', detail);
+  } catch (error) {
+    if (revoking)
+      auditOperatorChange(
+        'sessions-admin',
+        'sessions revoke',
+        error instanceof UsageError ? 'refused' : 'failed',
+        detail,
+      );
+    throw error;
+  }
+}
+
+audited(process.argv.slice(2)).catch((error: unknown) => {
   process.stderr.write(
     `sessions: ${error instanceof UsageError ? error.message : String((error as Error)?.stack ?? error)}\n`,
   );

@@ -19,7 +19,9 @@ export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): 
     const missing = [!sid && 'auth.sid', !refreshToken && 'refresh-token', !apiKey && 'api-key'].filter(Boolean);
     if (missing.length) throw ServiceError.of('MissingParameters', `missing: ${missing.join(', ')}`);
     if (!(await apiKeys.isValid(apiKey!))) throw ServiceError.of('InvalidApiKey');
-    const pair = await sessions.refresh(sid!, refreshToken!);
+    const pair = await sessions.refresh(sid!, refreshToken!, (userId, thumbprint) => {
+      res.locals.user = { userId, thumbprint }; // for its audit record
+    });
     res.status(200).json(pair);
   });
   return router;

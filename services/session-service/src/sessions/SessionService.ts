@@ -135,7 +135,12 @@ export class SessionService {
    * this returns; Redis or the auth-service not answering stops the refresh before anything
    * changes. docs/design.md (Sessions and rnd) gives each step's crash behaviour.
    */
-  async refresh(sid: string, refreshToken: string): Promise<IssuedPair> {
+  /** `onUser` learns whose session it is (for the audit trail) once that is known. */
+  async refresh(
+    sid: string,
+    refreshToken: string,
+    onUser?: (userId: string, thumbprint: string | undefined) => void,
+  ): Promise<IssuedPair> {
     const now = this.clock();
     const refreshHash = tokenHash(refreshToken);
     const sidHash = tokenHash(sid);
@@ -147,8 +152,10 @@ export class SessionService {
     if (rotation) return this.replay(rotation, refreshToken, sidHash);
     if (!pair) throw ServiceError.of('InvalidRefreshToken');
     if (!sidHash || !sameHash(sidHash, pair._id)) throw ServiceError.of('SidMismatch');
+    onUser?.(pair.userId, undefined);
     const family = await this.repo.findFamily(pair.familyId);
     if (!family || family.revokedAt) throw ServiceError.of('SessionRevoked');
+    onUser?.(family.userId, family.thumbprint);
     const endsAt = this.endOf(family);
     if (endsAt.getTime() <= now.getTime()) throw ServiceError.of('SessionTooOld');
     if (pair.refreshExpiresAt.getTime() <= now.getTime()) throw ServiceError.of('RefreshTokenExpired');
