@@ -31,7 +31,9 @@ describe('Redis users', () => {
   it('compose gives each service its own user and the default user only PING', () => {
     expect(Object.keys(compose).sort()).toEqual([...USERS].sort());
     expect(compose.default).toBe('on nopass resetkeys resetchannels -@all +ping');
-    expect(compose['content-service']).toMatch(/^on resetkeys %R~sess:\* ~up:\* resetchannels -@all \+get \+ping /);
+    expect(compose['content-service']).toMatch(
+      /^on resetkeys %R~sess:\* ~up:\* ~rl:v1:\* resetchannels -@all \+get \+ping /,
+    );
   });
 
   it('the local overlay runs Redis with the same users', () => {

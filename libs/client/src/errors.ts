@@ -181,6 +181,7 @@ export const HINTS: Record<string, string> = {
   sessionsNotAccepted: 'this service does not accept sessions; pass a Bearer token with --token',
   clientDisconnected: 'the request body broke off before its end; retry (the client does so by itself)',
   partTooFragmented: 'this part was sent in too many small ranges; send the rest of it in larger ranges',
+  tooManyRequests: "this owner's request rate is over its limit; wait for Retry-After seconds and send it again",
   invalidContentDigest: 'the Content-Digest header is malformed; this is a client bug',
   contentDigestMismatch: 'the bytes sent are not the ones their digest names (file changed while uploading?); retry',
   invalidSession: 'the session is over; run `content refresh` or `content login` again',

@@ -103,6 +103,11 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'the request failed unexpectedly; quote the track-id when reporting it',
   },
+  tooManyRequests: {
+    status: 429,
+    family: 'contents',
+    message: "too many requests for this owner; retry after the answer's Retry-After seconds",
+  },
   receiptsNotConfigured: {
     status: 501,
     family: 'contents',

@@ -2,11 +2,13 @@ import express from 'express';
 import type { BearerVerifier } from '@cp/credentials';
 import { ServiceError } from '@cp/errors';
 import type { AuditLog, Logger } from '@cp/logging';
+import type { RequestRateLimiter } from '@cp/rate-limit';
 import { audited, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import type { DownloadService } from './downloads/DownloadService';
 import { describeContentRequest } from './http/auditContents';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
+import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
 import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
@@ -21,6 +23,8 @@ export interface ContentAppDeps {
   downloads: DownloadService;
   receipts: ContentReceipts;
   bearer: BearerVerifier | null;
+  /** Requests per owner on /v1; null: no limit. */
+  ownerLimit?: RequestRateLimiter | null;
   sessions: SessionValidator | null;
 }
 
@@ -32,6 +36,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     audited(deps.audit, describeContentRequest),
     startTimings,
     authenticate(deps.bearer, deps.sessions),
+    ...(deps.ownerLimit ? [ownerRateLimit(deps.ownerLimit)] : []),
     contentsRouter(deps.uploads, deps.downloads, deps.receipts),
   );
   app.use((req, _res, next) => {

@@ -63,6 +63,9 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
        */
       COMPLETION_LEASE_SECONDS: lease(10),
       ASSEMBLY_LEASE_SECONDS: lease(10),
+      /** Requests per owner on /v1 in RATE_LIMIT_PER_OWNER_SECONDS, across replicas (Redis); 0: no limit. */
+      RATE_LIMIT_PER_OWNER_POINTS: env.int(0, 0),
+      RATE_LIMIT_PER_OWNER_SECONDS: env.int(1, 1),
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),

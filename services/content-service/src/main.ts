@@ -1,5 +1,6 @@
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
+import { RequestRateLimiter } from '@cp/rate-limit';
 import { connectRedis, redisBackend } from '@cp/redis';
 import { ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
@@ -121,9 +122,21 @@ startService({
         'set JWT_ISSUER with JWT_JWKS_URL or JWT_JWKS_FILE, or SESSION_SERVICE_URL: no credential would be accepted',
       );
 
+    const ownerLimit =
+      config.RATE_LIMIT_PER_OWNER_POINTS > 0
+        ? new RequestRateLimiter(redis, {
+            prefix: 'rl:v1',
+            perKey: { points: config.RATE_LIMIT_PER_OWNER_POINTS, seconds: config.RATE_LIMIT_PER_OWNER_SECONDS },
+            perAddress: null,
+            trustedProxyHops: 0,
+            logger,
+            registry: metrics.registry,
+          })
+        : null;
     const app = buildApp({
       logger,
       audit,
+      ownerLimit,
       metrics,
       uploads,
       downloads,

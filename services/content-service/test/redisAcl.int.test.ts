@@ -3,7 +3,10 @@
 // refused by Redis itself, and so is any other service's key.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Principal } from '@cp/credentials';
+import { createLogger } from '@cp/logging';
+import { RequestRateLimiter } from '@cp/rate-limit';
 import { redisCommand, RedisUnavailable } from '@cp/redis';
+import { Registry } from 'prom-client';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { connectAsServiceUser } from '../../../test-e2e/support/redisAcl';
 import { testStack } from '../../../test-e2e/support/stack';
@@ -27,6 +30,13 @@ describe("the content-service's read-only Redis user", () => {
   });
 
   const newSid = () => randomBytes(32).toString('hex').toUpperCase();
+  const limiterOptions = () => ({
+    prefix: 'rl:v1',
+    perKey: { points: 2, seconds: 60 },
+    perAddress: null,
+    trustedProxyHops: 0,
+    logger: createLogger({ service: 'test', level: 'silent' }),
+  });
 
   it('answers auth.sid from the cache the session-service filled', async () => {
     const sid = newSid();
@@ -46,6 +56,22 @@ describe("the content-service's read-only Redis user", () => {
     const missing = newSid();
     expect(await validator.validate(missing)).toBe(fallback); // a miss goes to the session-service
     expect(asked).toEqual([missing]);
+  });
+
+  it('counts requests per owner in Redis (rl:v1:*): the limit holds across limiters, without falling back to memory', async () => {
+    const registry = new Registry();
+    const owner = randomUUID();
+    const a = new RequestRateLimiter(user.client, { ...limiterOptions(), registry });
+    const b = new RequestRateLimiter(user.client, { ...limiterOptions(), registry: new Registry() });
+    expect(await a.check(owner, '')).toBe(0);
+    expect(await b.check(owner, '')).toBe(0);
+    expect(await a.check(owner, '')).toBeGreaterThan(0); // the third, counted by another limiter: over
+    expect(await a.check(randomUUID(), '')).toBe(0); // another owner's allowance is its own
+    const failures = (await registry.getSingleMetricAsString('rate_limit_redis_failures_total'))
+      .trim()
+      .split('\n')
+      .pop();
+    expect(failures).toMatch(/ 0$/);
   });
 
   it('keeps an upload in its book: create, commit by compare-and-set, lease, remove', async () => {

@@ -370,6 +370,7 @@ export interface components {
         | 'urn:error:contents:databaseUnavailable'
         | 'urn:error:contents:storageUnavailable'
         | 'urn:error:contents:contentBusy'
+        | 'urn:error:contents:tooManyRequests'
         | 'urn:error:contents:contentCompleting'
         | 'urn:error:contents:partAssembling'
         | 'urn:error:contents:partWriting'
@@ -596,6 +597,19 @@ export interface components {
       };
     };
     /**
+     * @description `tooManyRequests`: over the owner's request rate on /v1 (`RATE_LIMIT_PER_OWNER_POINTS`,
+     *     counted across replicas; off unless the operator sets it). Retry after `Retry-After` seconds.
+     */
+    ContentsTooManyRequests: {
+      headers: {
+        'Retry-After': components['headers']['Retry-After'];
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json; charset=utf-8': components['schemas']['ContentsError'];
+      };
+    };
+    /**
      * @description `TooManyRequests`: over the rate limit of the api key or of the client address (counted
      *     across replicas). Retry after the number of seconds in `Retry-After`.
      */
@@ -761,6 +775,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       411: components['responses']['LengthRequired'];
       413: components['responses']['TooLarge'];
+      429: components['responses']['ContentsTooManyRequests'];
       500: components['responses']['ContentsInternalError'];
       503: components['responses']['ContentsUnavailable'];
       504: components['responses']['UpstreamTimeout'];
@@ -841,6 +856,7 @@ export interface operations {
           'application/json; charset=utf-8': components['schemas']['ContentsError'];
         };
       };
+      429: components['responses']['ContentsTooManyRequests'];
       500: components['responses']['ContentsInternalError'];
       503: components['responses']['ContentsUnavailable'];
       504: components['responses']['UpstreamTimeout'];
@@ -920,6 +936,7 @@ export interface operations {
       409: components['responses']['Conflict'];
       411: components['responses']['LengthRequired'];
       413: components['responses']['TooLarge'];
+      429: components['responses']['ContentsTooManyRequests'];
       500: components['responses']['ContentsInternalError'];
       503: components['responses']['ContentsUnavailable'];
       504: components['responses']['UpstreamTimeout'];
@@ -1047,6 +1064,7 @@ export interface operations {
           'application/json; charset=utf-8': components['schemas']['ContentsError'];
         };
       };
+      429: components['responses']['ContentsTooManyRequests'];
       500: components['responses']['ContentsInternalError'];
       /** @description `receiptsNotConfigured`: this deployment signs no receipts (its content-service has no signing key and certificate). */
       501: {
