@@ -24,7 +24,7 @@ const RECEIPT_MEDIA_TYPE = 'application/pkcs7-mime; smime-type=signed-data';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The /v1 content API: upload, upload by parts, download, and a ready content's signed receipt. */
+/** The /v1 content API: upload, upload by parts, download, delete, and a ready content's signed receipt. */
 export function contentsRouter(uploads: UploadService, downloads: DownloadService, receipts: ContentReceipts): Router {
   const router = Router();
 
@@ -110,6 +110,14 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
       // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
       res.destroy();
     }
+  });
+
+  // A ready content's object deleted, or an unfinished upload aborted (see ContentRemoval).
+  router.delete('/:ownerId/contents/:contentId', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const contentId = requireUuid(String(req.params.contentId), 'contentId');
+    await uploads.remove(ownerId, contentId);
+    res.status(204).end();
   });
 
   // A signed receipt of a ready content (DER CMS SignedData), made anew for each request.
