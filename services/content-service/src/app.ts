@@ -7,6 +7,7 @@ import type { DownloadService } from './downloads/DownloadService';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
 import { errorHandler } from './http/errorHandler';
+import type { ContentListing } from './listing/ContentListing';
 import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
 import type { UploadService } from './uploads/UploadService';
@@ -17,6 +18,7 @@ export interface ContentAppDeps {
   uploads: UploadService;
   downloads: DownloadService;
   receipts: ContentReceipts;
+  listing: ContentListing;
   bearer: BearerVerifier | null;
   sessions: SessionValidator | null;
 }
@@ -28,7 +30,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     '/v1',
     startTimings,
     authenticate(deps.bearer, deps.sessions),
-    contentsRouter(deps.uploads, deps.downloads, deps.receipts),
+    contentsRouter(deps.uploads, deps.downloads, deps.receipts, deps.listing),
   );
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));
