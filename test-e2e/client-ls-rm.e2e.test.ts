@@ -58,7 +58,7 @@ describe('listing and deleting contents from the client and the command line', (
   });
 
   it('`content rm` deletes a content (exit 0), and answers a second time with exit code 4', async () => {
-    const [id] = ids;
+    const id = ids.find((i) => i !== uploading);
     const first = await run('rm', id!);
     expect(first).toMatchObject({ code: 0, stdout: `${id}: deleted\n` });
     const again = await run('rm', id!, '--json');
