@@ -160,6 +160,34 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     expect(new Set(got)).toEqual(new Set(['Upload 201', ...[200, 400, 401, 403, 404, 409].map((s) => `Receipt ${s}`)]));
   });
 
+  it('ListContents (GET /v1/{ownerId}/contents): 200, 400, 401, 403; DeleteContent: 204, 400, 401, 403, 404', async () => {
+    const list = (query: string, auth?: string) => call(`${contentsUrl(owner)}${query}`, { token: auth });
+    const del = (id: string, auth?: string) => call(contentsUrl(owner, id), { method: 'DELETE', token: auth });
+    const got = await conforming(async () => {
+      const { id: ready } = (await postPart(owner, token, randomBytes(100), null)).json() as { id: string };
+      const { id: open } = (await postPart(owner, token, randomBytes(10), 'bytes 0-9/30')).json() as { id: string };
+      const first = (await list('?limit=1', token)).json() as { 'next-cursor': string };
+      await list(`?limit=1000&cursor=${first['next-cursor']}`, token);
+      await list('?limit=0', token);
+      await list('?cursor=nonsense', token);
+      await list('');
+      await list('', otherToken);
+      await del('not-a-uuid', token);
+      await del(ready);
+      await del(ready, otherToken);
+      await del(ready, token);
+      await del(open, token);
+      await del(open, token);
+    });
+    expect(new Set(got)).toEqual(
+      new Set([
+        'Upload 201',
+        ...[200, 400, 401, 403].map((s) => `ListContents ${s}`),
+        ...[204, 400, 401, 403, 404].map((s) => `DeleteContent ${s}`),
+      ]),
+    );
+  });
+
   describe('sign-in and sessions', () => {
     const pki = new TestPki();
     let root: Issued;
@@ -279,6 +307,8 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     'Download',
     'UploadStatus',
     'Receipt',
+    'ListContents',
+    'DeleteContent',
     'AuthenticateByCert',
     'ApproveCert',
     'RefreshSession',
@@ -297,6 +327,8 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     await call(`${v1}/${id}`, { headers: auth });
     await call(`${v1}/${id}`, { method: 'HEAD', headers: auth });
     await call(`${v1}/${id}/receipt`, { headers: auth });
+    await call(`${v1}?limit=10`, { headers: auth });
+    await call(`${v1}/${id}`, { method: 'DELETE', headers: auth });
     await call(`${gateway}/auth/v5.13/authenticate-by-cert?apiKey=k`, { method: 'POST', body: 'cert' });
     await call(`${gateway}/auth/v5.13/approve-cert?thumbprint=${'A'.repeat(40)}&apiKey=k`, {
       method: 'POST',

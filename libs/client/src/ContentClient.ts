@@ -3,7 +3,7 @@ import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
-import { names } from './api';
+import { names, type ContentList, type ContentListItem } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DownloadJournal } from './DownloadJournal';
 import { checkRepr, digestsOf, reprDigests } from './digests';
@@ -211,6 +211,41 @@ export class ContentClient {
         `the receipt is for content ${document['content-id']} of owner ${document['owner-id']}, not ${id} of ${owner}`,
       );
     return verified;
+  }
+
+  /**
+   * Deletes a ready content, or aborts an unfinished upload. A DELETE retried after its answer was
+   * lost may find the content gone: that retry is an ApiError 404 `contentNotFound`.
+   */
+  async delete(owner: string, id: string, signal?: AbortSignal): Promise<void> {
+    await this.api.call({ method: 'DELETE', url: this.api.url(`/v1/${owner}/contents/${id}`), headers: {}, signal });
+  }
+
+  /** One page of the owner's contents in id order; pass its `next-cursor` as `cursor` for the next. */
+  async list(
+    owner: string,
+    opts: { limit?: number; cursor?: string | null; signal?: AbortSignal } = {},
+  ): Promise<ContentList> {
+    const url = this.api.url(`/v1/${owner}/contents`);
+    if (opts.limit !== undefined) url.searchParams.set('limit', String(opts.limit));
+    if (opts.cursor) url.searchParams.set('cursor', opts.cursor);
+    const res = await this.api.call({ method: 'GET', url, headers: {}, signal: opts.signal });
+    return JSON.parse(res.text) as ContentList;
+  }
+
+  /** Every content of the owner, page after page (`limit` per page, default 1000). */
+  async *listAll(
+    owner: string,
+    opts: { limit?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<ContentListItem, void, undefined> {
+    let cursor: string | null = null;
+    do {
+      const page: ContentList = await this.list(owner, { limit: opts.limit ?? 1000, cursor, signal: opts.signal });
+      yield* page.items;
+      if (page['next-cursor'] !== null && page['next-cursor'] === cursor)
+        throw new TransportError('the listing answered the same cursor again');
+      cursor = page['next-cursor'];
+    } while (cursor !== null);
   }
 
   /** Certificate sign-in: authenticate-by-cert, open the challenge with the key, approve-cert. */

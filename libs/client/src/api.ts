@@ -24,6 +24,10 @@ export type CertChallenge = JsonOf<Answer<'AuthenticateByCert', 200>>;
 export type SessionPairAnswer = JsonOf<Answer<'ApproveCert', 200>> & JsonOf<Answer<'RefreshSession', 200>>;
 /** The document a receipt (`GET /v1/{ownerId}/contents/{contentId}/receipt`) signs. */
 export type ContentReceipt = components['schemas']['ContentReceipt'];
+/** `GET /v1/{ownerId}/contents` → 200: a page of the owner's contents. */
+export type ContentList = JsonOf<Answer<'ListContents', 200>>;
+/** One content of a listing. */
+export type ContentListItem = components['schemas']['ContentListItem'];
 /** The error body of /v1. */
 export type ContentsError = components['schemas']['ContentsError'];
 /** The error body of /auth and /sessions. */

@@ -171,6 +171,8 @@ export class ContentStateError extends Error {
 export const HINTS: Record<string, string> = {
   invalidRange: 'the Range or Content-Range header is malformed; this is a client bug',
   missingContentRange: 'PUT needs Content-Range; this is a client bug',
+  invalidLimit: 'a listing takes limit 1 to 1000',
+  invalidCursor: 'the cursor is not one a listing gave; list again from the start',
   rangePastTotal: 'the file is larger than the total declared for this content; upload it as a new content',
   bodyLengthMismatch: 'the body did not have the length its range names (file changed while uploading?); retry',
   invalidId: 'owner and content ids are UUIDs; check --owner and the content id',

@@ -35,6 +35,8 @@ export { parseReceivedRanges, missingParts, splitIntoParts, type ByteRange } fro
 export type {
   CertChallenge,
   CodeError,
+  ContentList,
+  ContentListItem,
   ContentReceipt,
   ContentsError,
   PartStored,

@@ -32,6 +32,16 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'PUT needs Content-Range: bytes a-b/total (or bytes a-b/*)',
   },
+  invalidLimit: {
+    status: 400,
+    family: 'contents',
+    message: 'limit must be a whole number from 1 to 1000',
+  },
+  invalidCursor: {
+    status: 400,
+    family: 'contents',
+    message: 'the cursor is not one a listing gave; start again without it',
+  },
   rangePastTotal: { status: 400, family: 'contents', message: "Content-Range ends past the content's total" },
   bodyLengthMismatch: { status: 400, family: 'contents', message: 'the body does not have the length its range names' },
   clientDisconnected: { status: 400, family: 'contents', message: 'the request body broke off before its end' },

@@ -10,6 +10,7 @@ import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
 import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
+import type { ContentListing } from './listing/ContentListing';
 import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
 import type { UploadService } from './uploads/UploadService';
@@ -22,6 +23,7 @@ export interface ContentAppDeps {
   uploads: UploadService;
   downloads: DownloadService;
   receipts: ContentReceipts;
+  listing: ContentListing;
   bearer: BearerVerifier | null;
   /** Requests per owner on /v1; null: no limit. */
   ownerLimit?: RequestRateLimiter | null;
@@ -37,7 +39,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     startTimings,
     authenticate(deps.bearer, deps.sessions),
     ...(deps.ownerLimit ? [ownerRateLimit(deps.ownerLimit)] : []),
-    contentsRouter(deps.uploads, deps.downloads, deps.receipts),
+    contentsRouter(deps.uploads, deps.downloads, deps.receipts, deps.listing),
   );
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));

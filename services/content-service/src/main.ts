@@ -11,6 +11,7 @@ import { CachedSessionValidator } from './http/CachedSessionValidator';
 import { HttpSessionValidator } from './clients/HttpSessionValidator';
 import { ContentReceipts } from './receipts/ContentReceipts';
 import { loadReceiptSigner } from './receipts/loadReceiptSigner';
+import { ContentListing } from './listing/ContentListing';
 import { ObjectStore } from './store/ObjectStore';
 import { RedisLease } from './store/RedisLease';
 import { RedisUploadBook } from './store/RedisUploadBook';
@@ -141,6 +142,7 @@ startService({
       uploads,
       downloads,
       receipts,
+      listing: new ContentListing(objects, book),
       bearer,
       sessions,
     });

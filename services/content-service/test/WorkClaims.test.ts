@@ -1,5 +1,5 @@
 import { PART_SIZE } from '@cp/protocol';
-import { allReceived, claimCompletion, claimWork } from '../src/uploads/WorkClaims';
+import { allReceived, claimCompletion, claimRemainingWork, claimWork } from '../src/uploads/WorkClaims';
 import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 
 const P = PART_SIZE;
@@ -99,6 +99,17 @@ describe('claiming the completion', () => {
   it('is not claimed while the total is unknown, nor for an empty content', () => {
     expect(claimCompletion(allStored(), null, now, leases)).toBe(false);
     expect(claimCompletion(allStored(), 0, now, leases)).toBe(false);
+  });
+
+  it('is not claimed, nor any remaining work, once the upload is marked for removal (expired or deleted)', async () => {
+    const state = allStored();
+    state.expiring = now;
+    expect(claimCompletion(state, total, now, leases)).toBe(false);
+    const ledger = new InMemoryLedger();
+    Object.assign(ledger.state('c'), { lastByte: 2 * P + 9, expiring: now });
+    ledger.part('c', 3).pieces = [staged(2 * P, 2 * P + 9)];
+    expect(await claimRemainingWork(ledger.view('c'), total, now, leases, 'h')).toBeNull();
+    expect(ledger.part('c', 3).assembling).toBeNull();
   });
 
   it('is claimed by claimWork when the candidates need no assembly', async () => {

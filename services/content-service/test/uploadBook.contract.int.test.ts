@@ -308,6 +308,45 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
     });
   });
 
+  describe("an owner's uploads", () => {
+    const owner = randomUUID();
+    const otherOwner = randomUUID();
+
+    it('lists an owner’s uploads in id order after a cursor, at most `limit`, and not other owners’', async () => {
+      const ids = Array.from({ length: 7 }, () => randomUUID());
+      // created out of order, with another owner's in between
+      for (const id of [...ids].reverse()) {
+        await created({ _id: id, ownerId: owner });
+        await created({ ownerId: otherOwner });
+      }
+      const sorted = [...ids].sort();
+      expect(await book.ownedUploads(owner, null, 100)).toEqual(sorted);
+      expect(await book.ownedUploads(owner, null, 3)).toEqual(sorted.slice(0, 3));
+      expect(await book.ownedUploads(owner, sorted[2]!, 3)).toEqual(sorted.slice(3, 6));
+      expect(await book.ownedUploads(owner, sorted[6]!, 3)).toEqual([]);
+      // a cursor between ids (one that is not an upload's) starts after it all the same
+      const between = `${sorted[3]!.slice(0, 35)}`;
+      expect(await book.ownedUploads(owner, between, 100)).toEqual(sorted.filter((id) => id > between));
+      expect(await book.ownedUploads(randomUUID(), null, 100)).toEqual([]);
+      expect(await book.ownedUploads(otherOwner, null, 100)).toHaveLength(7);
+    });
+
+    it('lists an upload from its creation until its removal, and a paged listing has no gap and no duplicate', async () => {
+      const ids = await Promise.all(Array.from({ length: 25 }, async () => (await created({ ownerId: owner }))._id));
+      await book.remove(ids[5]!);
+      const paged: string[] = [];
+      for (let after: string | null = null, pages = 0; pages < 20; pages++) {
+        const page = await book.ownedUploads(owner, after, 4);
+        paged.push(...page);
+        if (page.length < 4) break;
+        after = page[page.length - 1]!;
+      }
+      expect(paged).toEqual(ids.filter((id) => id !== ids[5]).sort());
+      await book.remove(randomUUID()); // an unknown one: no harm
+      expect(await book.ownedUploads(owner, null, 100)).toHaveLength(24);
+    });
+  });
+
   describe('cleanups', () => {
     it('keeps noted cleanups until done, oldest first, at most `limit`; noting one twice keeps the first time', async () => {
       const [x, y, z] = [randomUUID(), randomUUID(), randomUUID()];

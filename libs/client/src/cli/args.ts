@@ -17,6 +17,8 @@ const OPTIONS = {
   out: { type: 'string' },
   size: { type: 'string' },
   restart: { type: 'boolean', default: false },
+  limit: { type: 'string' },
+  all: { type: 'boolean', default: false },
   'retry-for': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
   version: { type: 'boolean', short: 'V', default: false },

@@ -9,8 +9,10 @@ import { parseCommandLine } from './args';
 import type { Command, CommandContext } from './command';
 import { download } from './commands/download';
 import { login } from './commands/login';
+import { ls } from './commands/ls';
 import { receipt } from './commands/receipt';
 import { refresh } from './commands/refresh';
+import { rm } from './commands/rm';
 import { status } from './commands/status';
 import { upload } from './commands/upload';
 import { defaultConfigPath, readConfig, resolveSettings, writeConfig } from './config';
@@ -30,6 +32,8 @@ const COMMANDS = new Map<string, Command>([
   ['upload', upload],
   ['download', download],
   ['receipt', receipt],
+  ['ls', ls],
+  ['rm', rm],
 ]);
 
 export async function run(

@@ -11,6 +11,9 @@ commands:
   receipt <id> [--out <file>] [--cert <pem>]        the content's signed receipt, checked and printed; --cert:
                                                      the platform's receipt certificate (else only the one the
                                                      receipt carries is checked); --out: keep the DER
+  ls [--limit 100] [--all]                           the owner's contents (id, state, size, type, created),
+                                                     in id order: one page, or with --all every page
+  rm <id>                                            delete a content (or abort its unfinished upload)
   refresh                                            rotate the saved session
   --version, -V                                      print the version
   --help, -h                                         print this

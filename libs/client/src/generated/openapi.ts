@@ -14,7 +14,14 @@ export interface paths {
       };
       cookie?: never;
     };
-    get?: never;
+    /**
+     * List contents
+     * @description The owner's contents, ready and unfinished, in the order of their ids (stable), a page at a
+     *     time. Send the `next-cursor` of a page as `cursor` to get the next one; it is null on the
+     *     last page. A content appears once: one that completes while pages are read shows as
+     *     `ready`. A page costs the same whatever other owners store.
+     */
+    get: operations['ListContents'];
     put?: never;
     /**
      * Upload
@@ -58,7 +65,17 @@ export interface paths {
      */
     put: operations['UploadByParts'];
     post?: never;
-    delete?: never;
+    /**
+     * Delete a content
+     * @description Deletes a ready content, or aborts an unfinished upload (its parts and staged pieces go,
+     *     and a later write to it is refused with `404`). Afterwards `GET`, `HEAD`, `PUT` and the
+     *     receipt answer `404`. A DELETE that meets the content while its last part completes it
+     *     waits (a few seconds at most) for the completion and then deletes the finished content;
+     *     it never leaves a part of either outcome: the racing `PUT` either completed the content
+     *     (`201`, and the content is then deleted) or gets `404` with nothing completed. A second
+     *     DELETE answers `404`.
+     */
+    delete: operations['DeleteContent'];
     options?: never;
     /**
      * Upload status (resume)
@@ -323,6 +340,38 @@ export interface components {
        */
       issued: string;
     };
+    ContentList: {
+      items: components['schemas']['ContentListItem'][];
+      /** @description The `cursor` of the next page; null on the last page. */
+      'next-cursor': string | null;
+    };
+    ContentListItem: {
+      /** Format: uuid */
+      id: string;
+      /** @enum {string} */
+      state: 'ready' | 'uploading';
+      /** @description The content's length in bytes; while uploading, its total once a request named it, else null. */
+      size: number | null;
+      /** @description The Content-Type stored with the content (given by its first request). */
+      'content-type': string;
+      /**
+       * Format: date-time
+       * @description When the content's first request came.
+       */
+      created: string | null;
+      /**
+       * Format: date-time
+       * @description When it was completed (its Last-Modified); null while uploading.
+       */
+      completed: string | null;
+      /** @description Base64 digests of the whole content, as in `Repr-Digest` (`crc64nvme`, `sha-256` where known); empty while uploading. */
+      digests: {
+        'sha-256'?: string;
+        crc64nvme?: string;
+      };
+      /** @description Who started it, `bearer:<token subject>` or `session:<user id>`. */
+      uploader: string | null;
+    };
     ContentsError: {
       /**
        * @description A stable machine code, `urn:error:contents:<camelCaseCode>`: the content-service's codes
@@ -337,6 +386,8 @@ export interface components {
         | 'urn:error:contents:invalidId'
         | 'urn:error:contents:invalidRange'
         | 'urn:error:contents:missingContentRange'
+        | 'urn:error:contents:invalidLimit'
+        | 'urn:error:contents:invalidCursor'
         | 'urn:error:contents:rangePastTotal'
         | 'urn:error:contents:bodyLengthMismatch'
         | 'urn:error:contents:clientDisconnected'
@@ -474,7 +525,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Malformed or missing Content-Range / Range, a > b, b ≥ total, a body length other than b-a+1, a malformed UUID, or a Content-Type that is not an ASCII RFC 9110 media type of at most 255 characters (`invalidContentType`). */
+    /** @description Malformed or missing Content-Range / Range, a > b, b ≥ total, a body length other than b-a+1, a malformed UUID, a Content-Type that is not an ASCII RFC 9110 media type of at most 255 characters (`invalidContentType`), or a listing's `limit` or `cursor` that is not valid (`invalidLimit`, `invalidCursor`). */
     BadRequest: {
       headers: {
         [name: string]: unknown;
@@ -560,7 +611,8 @@ export interface components {
      *     gateway's `serviceUnavailable`); or the content is busy for a moment (`contentBusy`,
      *     `contentCompleting`, `partAssembling`, `partWriting`: another request is writing or
      *     assembling the part these bytes belong to; `claimLost`: this request's claim was taken
-     *     over while it worked; Retry-After 1). The content is as before the request.
+     *     over while it worked; `contentCompleting` also to a DELETE whose content is still being
+     *     completed after its wait; Retry-After 1). The content is as before the request.
      */
     ContentsUnavailable: {
       headers: {
@@ -722,6 +774,64 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+  ListContents: {
+    parameters: {
+      query?: {
+        /** @description At most this many items (1 to 1000, default 100). A page may hold fewer while more follow. */
+        limit?: number;
+        /** @description The `next-cursor` of the previous page (opaque). */
+        cursor?: string;
+      };
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of the owner's contents. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "items": [
+           *         {
+           *           "id": "5dcd7f18-797f-482c-b9c9-eed6d80246fd",
+           *           "state": "ready",
+           *           "size": 8692,
+           *           "content-type": "text/plain",
+           *           "created": "2026-11-26T04:47:37.693Z",
+           *           "completed": "2026-11-26T04:47:37.000Z",
+           *           "digests": {
+           *             "crc64nvme": "0b3Yx7X5Rq0="
+           *           },
+           *           "uploader": "bearer:a03d3f16-dddf-405d-9e84-c46274361efa"
+           *         }
+           *       ],
+           *       "next-cursor": null
+           *     }
+           */
+          'application/json; charset=utf-8': components['schemas']['ContentList'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
   Upload: {
     parameters: {
       query?: never;
@@ -936,6 +1046,41 @@ export interface operations {
       409: components['responses']['Conflict'];
       411: components['responses']['LengthRequired'];
       413: components['responses']['TooLarge'];
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  DeleteContent: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The content is deleted (or its upload aborted). */
+      204: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
       429: components['responses']['ContentsTooManyRequests'];
       500: components['responses']['ContentsInternalError'];
       503: components['responses']['ContentsUnavailable'];

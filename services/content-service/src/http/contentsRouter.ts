@@ -15,6 +15,7 @@ import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
+import { MAX_PAGE, type ContentListing } from '../listing/ContentListing';
 import type { ContentReceipts } from '../receipts/ContentReceipts';
 import { timingsOf } from '../uploads/StageTimings';
 import type { UploadService } from '../uploads/UploadService';
@@ -22,11 +23,31 @@ import type { UploadService } from '../uploads/UploadService';
 /** RFC 8551's type of a CMS SignedData (.p7m). */
 const RECEIPT_MEDIA_TYPE = 'application/pkcs7-mime; smime-type=signed-data';
 
+/** Contents per page of a listing without `limit`. */
+const DEFAULT_PAGE = 100;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** The /v1 content API: upload, upload by parts, download, and a ready content's signed receipt. */
-export function contentsRouter(uploads: UploadService, downloads: DownloadService, receipts: ContentReceipts): Router {
+/** The /v1 content API: list, upload, upload by parts, download, delete, and a ready content's signed receipt. */
+export function contentsRouter(
+  uploads: UploadService,
+  downloads: DownloadService,
+  receipts: ContentReceipts,
+  listing: ContentListing,
+): Router {
   const router = Router();
+
+  // The owner's contents, ready and unfinished, in id order, a page at a time.
+  router.get('/:ownerId/contents', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const { limit, cursor } = req.query;
+    if (limit !== undefined && (typeof limit !== 'string' || !/^[1-9][0-9]{0,3}$/.test(limit) || +limit > MAX_PAGE))
+      throw ServiceError.of('invalidLimit', `limit must be a whole number from 1 to ${MAX_PAGE}`);
+    if (cursor !== undefined && typeof cursor !== 'string') throw ServiceError.of('invalidCursor');
+    const page = await listing.page(ownerId, limit === undefined ? DEFAULT_PAGE : Number(limit), cursor ?? null);
+    res.setHeader('Cache-Control', 'no-store');
+    sendJson(res, 200, page);
+  });
 
   router.post('/:ownerId/contents', async (req, res) => {
     const ownerId = requireOwner(req);
@@ -112,6 +133,14 @@ export function contentsRouter(uploads: UploadService, downloads: DownloadServic
       // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
       res.destroy();
     }
+  });
+
+  // A ready content's object deleted, or an unfinished upload aborted (see ContentRemoval).
+  router.delete('/:ownerId/contents/:contentId', async (req, res) => {
+    const ownerId = requireOwner(req);
+    const contentId = requireUuid(String(req.params.contentId), 'contentId');
+    await uploads.remove(ownerId, contentId);
+    res.status(204).end();
   });
 
   // A signed receipt of a ready content (DER CMS SignedData), made anew for each request.

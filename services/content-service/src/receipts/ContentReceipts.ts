@@ -47,15 +47,16 @@ export class ContentReceipts {
   }
 }
 
-/** The receipt's document for the content whose object S3 describes as `info`. */
-export function receiptDocument(ownerId: string, contentId: string, info: ObjectInfo, issued: Date): ReceiptDocument {
+/** What a ready content's object says of it, in the API's words: a receipt's document, a listing's item. */
+export type ObjectFacts = Omit<ReceiptDocument, 'content-id' | 'owner-id' | 'issued'>;
+
+/** The facts S3 keeps with a content's object (as `info` describes it): size, type, digests, times, uploader. */
+export function objectFacts(info: ObjectInfo): ObjectFacts {
   const digests: ReceiptDocument['digests'] = {};
   if (info.digests['sha-256']) digests['sha-256'] = info.digests['sha-256'].toString('base64');
   if (info.digests.crc64nvme) digests.crc64nvme = info.digests.crc64nvme.toString('base64');
   const created = new Date(info.metadata['created-at'] ?? '');
   return {
-    'content-id': contentId,
-    'owner-id': ownerId,
     size: info.contentLength,
     'content-type': info.contentType,
     digests,
@@ -63,8 +64,12 @@ export function receiptDocument(ownerId: string, contentId: string, info: Object
     completed: info.lastModified && !Number.isNaN(info.lastModified.getTime()) ? info.lastModified.toISOString() : null,
     uploader: uploaderOf(info.metadata.uploader),
     'uploader-certificate': uploaderOf(info.metadata['uploader-certificate']),
-    issued: issued.toISOString(),
   };
+}
+
+/** The receipt's document for the content whose object S3 describes as `info`. */
+export function receiptDocument(ownerId: string, contentId: string, info: ObjectInfo, issued: Date): ReceiptDocument {
+  return { 'content-id': contentId, 'owner-id': ownerId, ...objectFacts(info), issued: issued.toISOString() };
 }
 
 /** The uploader as kept in the object's metadata (URI-encoded, see ContentCreation). */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { DigestAlgorithm } from '@cp/protocol';
+import { parseContentRange, type ContentRange, type DigestAlgorithm } from '@cp/protocol';
 
 /** What S3 answers about an object: the record of a finished content. */
 export interface ObjectInfo {
@@ -75,3 +75,12 @@ export interface ObjectStoreTimeouts {
 
 /** An object as GetObject serves it: `start` and `ranged` tell whether S3 served the range asked for. */
 export type ServedObject = StoredObject & { info: ObjectInfo; start: number; ranged: boolean };
+
+/** The range S3 says it served (its Content-Range); null when it served the whole object. */
+export function servedRange(header: string | undefined): ContentRange | null {
+  try {
+    return header ? parseContentRange(header) : null;
+  } catch {
+    return null;
+  }
+}

@@ -9,18 +9,20 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { headerKey, HEADERS, parseContentRange, type ContentRange } from '@cp/protocol';
+import { headerKey, HEADERS } from '@cp/protocol';
 import { isS3Unavailable, orNull, unquote } from './s3Errors';
 import type { IncomingMessage } from 'node:http';
 import { ensureBucket, setAbortIncompleteUploadsRule } from './bucketSetup';
 import { probeChecksumChecks } from './checksumProbe';
 import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
 import { deleteMany, deletePrefix } from './bulkDelete';
+import { listKeys, type KeyPage } from './listKeys';
 import { type BodyChecksum, ChecksumRefused, writeChecksum } from './writeChecksums';
 import {
   CHECKSUM_MODE,
   infoOf,
   metaHeaders,
+  servedRange,
   type ObjectInfo,
   type ObjectStoreTimeouts,
   type ServedObject,
@@ -88,10 +90,7 @@ export class ObjectStore {
     await this.bounded((abortSignal) => this.s3.send(new HeadBucketCommand({ Bucket: this.bucket }), { abortSignal }));
   }
 
-  /**
-   * Whether writes carry checksums that S3 checks: learnt by probeChecksums; until then none are
-   * sent, and a client's digest is checked by the service alone.
-   */
+  /** Whether writes carry checksums S3 checks (probeChecksums); until known, none, and the service checks digests. */
   checksumsChecked = false;
 
   /** Learns whether S3 checks the checksums writes carry (see checksumProbe); from then on every write carries one. */
@@ -283,17 +282,13 @@ export class ObjectStore {
     return deleteMany(this.s3, this.bucket, keys, (send) => this.bounded(send));
   }
 
+  /** Up to `max` keys under `prefix` after `startAfter`, in key order (see listKeys). */
+  listKeys(prefix: string, startAfter: string | undefined, max: number): Promise<KeyPage> {
+    return listKeys(this.s3, this.bucket, { prefix, startAfter, max }, (send) => this.bounded(send));
+  }
+
   /** Deletes every object under a prefix (staged pieces of one content); returns how many. */
   deletePrefix(prefix: string): Promise<number> {
     return deletePrefix(this.s3, this.bucket, prefix, (send) => this.bounded(send));
-  }
-}
-
-/** The range S3 says it served (its Content-Range); null when it served the whole object. */
-function servedRange(header: string | undefined): ContentRange | null {
-  try {
-    return header ? parseContentRange(header) : null;
-  } catch {
-    return null;
   }
 }

@@ -14,7 +14,8 @@ import {
  * The bookkeeping of unfinished uploads in Redis. An upload is one hash, `up:<ns>:<id>`: `v` (its
  * version), `rec` (its record), `exp` (its expiry, ms), `st` (its state), `p<k>` (grid part k).
  * A commit is one Lua script that compares `v` and writes the changed fields: atomic, and fenced
- * without any lock. Expiries and pending cleanups are sorted sets scored by time. `ns` keeps the
+ * without any lock. Expiries and pending cleanups are sorted sets scored by time; each owner's
+ * uploads a sorted set of ids read in id order (`~owner:<ownerId>`). `ns` keeps the
  * uploads of different buckets apart.
  *
  * Durability is Redis's: the local stack and the manifests run it with an append-only file, so a
@@ -36,8 +37,10 @@ export class RedisUploadBook implements UploadBook {
 
   async create(record: UploadRecord): Promise<void> {
     const { expiresAt, ...fixed } = record;
-    // The expiry index first: an entry without an upload is dropped by the sweeper, an upload without one would never expire.
+    // The indexes first: an entry without an upload is dropped by the sweeper (or skipped by a
+    // listing), an upload without one would never expire (or never be listed).
     await this.command(['ZADD', this.expiries, 'NX', String(expiresAt.getTime()), record._id]);
+    await this.command(['ZADD', this.owned(record.ownerId), '0', record._id]);
     const created = await this.script(CREATE, record._id, [
       JSON.stringify(fixed),
       String(expiresAt.getTime()),
@@ -90,7 +93,15 @@ export class RedisUploadBook implements UploadBook {
     ]);
   }
 
+  async ownedUploads(ownerId: string, after: string | null, limit: number): Promise<string[]> {
+    const from = after === null ? '-' : `(${after}`;
+    return this.command<string[]>(['ZRANGE', this.owned(ownerId), from, '+', 'BYLEX', 'LIMIT', '0', String(limit)]);
+  }
+
   async remove(id: string): Promise<void> {
+    // Out of its owner's index first: an upload being removed may go unlisted, never stay listed.
+    const rec = await this.command<string | null>(['HGET', this.key(id), 'rec']);
+    if (rec) await this.command(['ZREM', this.owned((JSON.parse(rec) as UploadRecord).ownerId), id]);
     await this.command(['DEL', this.key(id)]);
     await this.command(['ZREM', this.expiries, id]);
   }
@@ -109,6 +120,11 @@ export class RedisUploadBook implements UploadBook {
 
   private key(id: string): string {
     return this.prefix + id;
+  }
+
+  /** The owner's index: a sorted set of upload ids, all scored 0, so that it is read in id order (BYLEX). */
+  private owned(ownerId: string): string {
+    return `${this.prefix}~owner:${ownerId}`;
   }
 
   private command<T = unknown>(args: string[]): Promise<T> {

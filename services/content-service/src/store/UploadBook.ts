@@ -7,7 +7,7 @@
  * changed only by compare-and-set on a version number (`commit`), which is what fences a holder
  * whose claim was taken over. Every operation reads or writes one upload's entry by its id, so
  * its cost does not grow with the number of uploads held; `expired` and `pendingCleanups` read
- * an index ordered by time, a page at a time.
+ * an index ordered by time, `ownedUploads` an index per owner ordered by id, a page at a time.
  */
 export interface UploadBook {
   /** Writes a new upload's record with empty bookkeeping (version 1). */
@@ -27,6 +27,12 @@ export interface UploadBook {
   extend(id: string, expiresAt: Date): Promise<void>;
   /** Ids of uploads whose expiry is before `now`, oldest first, at most `limit`. */
   expired(now: Date, limit: number): Promise<string[]>;
+  /**
+   * Ids of the owner's uploads (created and not removed) greater than `after` (from the first when
+   * null), in id order, at most `limit`: read from a per-owner index, so the cost does not depend
+   * on other owners' uploads. An id may name an upload gone meanwhile (its find() answers null).
+   */
+  ownedUploads(ownerId: string, after: string | null, limit: number): Promise<string[]>;
   /** Removes an upload's record and bookkeeping; no commit computed before succeeds after it. */
   remove(id: string): Promise<void>;
   /** Notes that a completed content's staging must go (kept until cleanupDone). */

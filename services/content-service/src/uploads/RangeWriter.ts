@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
-import type { BodyChecksum } from '../store/ObjectStore';
+import { isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
 import type { UploadRecord } from '../store/UploadBook';
 import { emptyUploadState, type Piece } from '../store/UploadBook';
 import type { ByteRange } from './ByteRanges';
@@ -100,6 +100,7 @@ export class RangeWriter {
       await heartbeat?.stop();
       if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
       if (k !== null) await this.releasePartWrite(id, k, writer);
+      if (k !== null && failedByRemoval(error) && (await this.removedUnder(record))) throw expired(id);
       throw error;
     }
     await heartbeat?.stop();
@@ -109,7 +110,11 @@ export class RangeWriter {
     if (work.duplicate && piece.key) await this.ctx.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key)
       await this.ctx.objects.delete(work.replaced.key).catch(() => undefined);
-    const completedNow = await this.completion.finish(record, work, writer, timings);
+    const completedNow = await this.completion.finish(record, work, writer, timings).catch(async (error: unknown) => {
+      throw failedByRemoval(error) && (await this.removedUnder(record)) ? expired(id) : error;
+    });
+    // Every byte in, yet not completed: the upload was removed meanwhile (its last write is refused).
+    if (!completedNow && work.allReceived && (await this.removedUnder(record))) throw expired(id);
     return { id, completedNow, completed: completedNow };
   }
 
@@ -216,6 +221,16 @@ export class RangeWriter {
     );
   }
 
+  /**
+   * Whether the upload was removed under this write (expired or deleted: marked, or gone with no
+   * object), which then fails like a later write, 404: its S3 upload aborted, its pieces deleted.
+   */
+  private async removedUnder(record: UploadRecord): Promise<boolean> {
+    const state = await this.ctx.book.state(record._id).catch(() => null);
+    if (!state) return false;
+    return !!state.expiring || (state.version === 0 && !(await this.ctx.objects.head(record.s3Key)));
+  }
+
   /** Renews an aligned write's claim on its part; false when it is no longer this request's. */
   private renewPartWrite(id: string, k: number, writer: string): Promise<boolean> {
     return this.ctx.commits.commit(id, async (view) => {
@@ -250,3 +265,10 @@ export class RangeWriter {
     return moved;
   }
 }
+
+/**
+ * A failure an upload removed under its write causes: S3's (NoSuchUpload, NoSuchKey, a 500 while
+ * the upload is aborted) or a claim lost with the bookkeeping; not a refusal of the request's input.
+ */
+const failedByRemoval = (error: unknown): boolean =>
+  isNotFound(error) || isS3Unavailable(error) || (error instanceof ServiceError && error.status >= 500);

@@ -1,3 +1,4 @@
+import type { UploadRecord } from '../store/UploadBook';
 import type { UploadCleanup } from './UploadCleanup';
 import type { UploadContext } from './UploadContext';
 import { isStale } from './WriteAdmission';
@@ -8,6 +9,10 @@ export interface ExpiringUploads {
   pendingCleanups(limit: number): Promise<string[]>;
   finishCleanup(id: string): Promise<boolean>;
 }
+
+/** What marking an upload for removal found: marked (and whether a completion had been claimed), or why not. */
+export type Mark =
+  { kind: 'marked'; total: number | null; wasCompleting: boolean } | { kind: 'completing' } | { kind: 'gone' };
 
 /** Expiry of abandoned uploads and the cleanup of completed ones, for the sweeper. */
 export class UploadExpiry implements ExpiringUploads {
@@ -22,7 +27,7 @@ export class UploadExpiry implements ExpiringUploads {
    * that no write after it is accepted and no completion runs.
    */
   async expire(id: string): Promise<boolean> {
-    const { commits, book, objects, clock, leases, logger } = this.ctx;
+    const { book, objects, clock, logger } = this.ctx;
     const record = await book.find(id);
     if (!record) {
       await book.remove(id); // an expiry entry without an upload
@@ -32,14 +37,8 @@ export class UploadExpiry implements ExpiringUploads {
       await book.extend(id, record.expiresAt); // the index lagged behind the record
       return false;
     }
-    const claimed = await commits.commit(id, async (view) => {
-      const { completing } = view.state;
-      if (view.state.version === 0 || (completing && !isStale(completing, leases.completionLeaseMs, clock())))
-        return null;
-      view.state.expiring = clock();
-      return { total: record.total ?? view.state.total, wasCompleting: completing !== null };
-    });
-    if (!claimed) return false;
+    const claimed = await this.mark(record);
+    if (claimed.kind !== 'marked') return false;
     // A completion whose CompleteMultipartUpload went through but whose request died before it
     // cleaned up: the object is whole in S3, and it is the content; only the staging goes.
     const finished = claimed.wasCompleting && claimed.total !== null ? await objects.head(record.s3Key) : null;
@@ -51,6 +50,23 @@ export class UploadExpiry implements ExpiringUploads {
     await this.cleanup.discard(record);
     this.ctx.metrics.swept.inc();
     return true;
+  }
+
+  /**
+   * The fenced decision to remove an unfinished upload (expiry, or its owner's DELETE): a versioned
+   * commit marks it `expiring`, after which no write is accepted and no completion is claimed.
+   * Refused while a live request holds its completion claim; `gone` when it has no bookkeeping
+   * any more (completed or removed since its record was read).
+   */
+  async mark(record: UploadRecord): Promise<Mark> {
+    const { commits, clock, leases } = this.ctx;
+    return commits.commit(record._id, async (view): Promise<Mark> => {
+      const { completing } = view.state;
+      if (view.state.version === 0) return { kind: 'gone' };
+      if (completing && !isStale(completing, leases.completionLeaseMs, clock())) return { kind: 'completing' };
+      view.state.expiring = clock();
+      return { kind: 'marked', total: record.total ?? view.state.total, wasCompleting: completing !== null };
+    });
   }
 
   /** Cleanups noted at completion that have not happened (their request failed or died). */

@@ -3,6 +3,7 @@ import { BookCommits } from './BookCommits';
 import type { UploadRecord } from '../store/UploadBook';
 import { BackgroundAssemblies } from './BackgroundAssemblies';
 import { ContentCreation } from './ContentCreation';
+import { ContentRemoval } from './ContentRemoval';
 import { RangeWriter } from './RangeWriter';
 import { ReadyContentRewrites } from './ReadyContentRewrites';
 import { StageTimings } from './StageTimings';
@@ -33,7 +34,7 @@ export { MAX_LIFE_TTLS } from './WriteAdmission';
  * A façade over the units that do the work: admission (WriteAdmission), new contents
  * (ContentCreation), ranges (RangeWriter), claims (WorkClaims), assembly and completion
  * (UploadCompletion), writes to ready contents (ReadyContentRewrites), status (UploadStatus),
- * expiry and cleanup (UploadExpiry, UploadCleanup).
+ * expiry and cleanup (UploadExpiry, UploadCleanup), removal on request (ContentRemoval).
  */
 export class UploadService implements ExpiringUploads {
   readonly metrics: UploadMetrics;
@@ -47,6 +48,7 @@ export class UploadService implements ExpiringUploads {
   private readonly creation: ContentCreation;
   private readonly ranges: RangeWriter;
   private readonly rewrites: ReadyContentRewrites;
+  private readonly removal: ContentRemoval;
   private readonly ctx: UploadContext;
 
   constructor(deps: UploadServiceDeps, options: UploadServiceOptions) {
@@ -75,6 +77,7 @@ export class UploadService implements ExpiringUploads {
     this.creation = new ContentCreation(ctx, this.ranges, this.cleanup);
     this.status = new UploadStatus(ctx, completion);
     this.expiry = new UploadExpiry(ctx, this.cleanup);
+    this.removal = new ContentRemoval(ctx, this.expiry, this.cleanup);
   }
 
   async write(request: WriteRequest): Promise<WriteOutcome> {
@@ -96,6 +99,11 @@ export class UploadService implements ExpiringUploads {
       admitted.range,
       request.sha256,
     );
+  }
+
+  /** DELETE: removes a ready content or aborts an unfinished upload (see ContentRemoval). */
+  remove(ownerId: string, id: string): Promise<void> {
+    return this.removal.remove(ownerId, id);
   }
 
   /** For the sweeper: removes an upload whose time to live has run out (see UploadExpiry). */

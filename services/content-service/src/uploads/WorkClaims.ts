@@ -79,14 +79,15 @@ export async function claimRemainingWork(
   holder: string,
 ): Promise<Work | null> {
   const total = recordTotal ?? view.state.total;
-  if (total === null || view.state.lastByte < 0) return null;
+  // Marked for removal (expired or deleted): nothing more is assembled or completed.
+  if (total === null || view.state.lastByte < 0 || view.state.expiring) return null;
   const candidates = Array.from({ length: PartGrid.partCount(total) }, (_, i) => i + 1).filter(
     (k) => !view.state.parts[partKey(k)],
   );
   return claimWork(view, total, candidates, now, leases, holder);
 }
 
-/** Sets `completing` when every part is stored and nobody else completes; true for the claimant. */
+/** Sets `completing` when every part is stored, nobody else completes and no removal is decided; true for the claimant. */
 export function claimCompletion(
   state: UploadState,
   total: number | null,
@@ -94,7 +95,7 @@ export function claimCompletion(
   leases: Leases,
   holder?: string,
 ): boolean {
-  if (total === null || total === 0) return false;
+  if (total === null || total === 0 || state.expiring) return false;
   if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) return false;
   const expected = PartGrid.partCount(total);
   for (let k = 1; k <= expected; k++) {

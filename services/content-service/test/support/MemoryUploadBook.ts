@@ -65,6 +65,15 @@ export class MemoryUploadBook implements UploadBook {
       .map((e) => e.record._id);
   }
 
+  async ownedUploads(ownerId: string, after: string | null, limit: number): Promise<string[]> {
+    return [...this.uploads.values()]
+      .map((e) => e.record)
+      .filter((r) => r.ownerId === ownerId && (after === null || r._id > after))
+      .map((r) => r._id)
+      .sort()
+      .slice(0, limit);
+  }
+
   async remove(id: string): Promise<void> {
     this.uploads.delete(id);
   }
