@@ -30,7 +30,7 @@ describe('listing and deleting contents from the client and the command line', (
     const all: ContentListItem[] = [];
     for await (const item of client.listAll(owner, { limit: 5 })) all.push(item);
     expect(all.map((i) => i.id)).toEqual(ids);
-    expect(all.find((i) => i.id === uploading)).toMatchObject({ state: 'uploading', size: 100, completed: null });
+    expect(all.find((i) => i.id === uploading)).toMatchObject({ state: 'uploading', size: 100, 'completed-at': null });
     const page = await client.list(owner, { limit: 5 });
     expect(page.items.map((i) => i.id)).toEqual(ids.slice(0, 5));
     const next = await client.list(owner, { limit: 5, cursor: page['next-cursor'] });

@@ -12,9 +12,9 @@ interface Item {
   state: 'ready' | 'uploading';
   size: number | null;
   'content-type': string;
-  created: string | null;
-  completed: string | null;
-  digests: Record<string, string>;
+  'created-at': string | null;
+  'completed-at': string | null;
+  'repr-digest': string | null;
   uploader: string | null;
 }
 interface Page {
@@ -98,18 +98,18 @@ describe('listing an owner’s contents', () => {
           'content-type': 'text/plain',
           uploader: `bearer:${owner}`,
         });
-        expect(item.digests.crc64nvme).toMatch(/^[A-Za-z0-9+/]{11}=$/);
-        expect(Date.parse(item.completed!)).not.toBeNaN();
-        expect(Date.parse(item.created!)).not.toBeNaN();
+        expect(item['repr-digest']).toMatch(/crc64nvme=:[A-Za-z0-9+/]{11}=:/);
+        expect(Date.parse(item['completed-at']!)).not.toBeNaN();
+        expect(Date.parse(item['created-at']!)).not.toBeNaN();
       } else {
         expect(item).toEqual({
           id: item.id,
           state: 'uploading',
           size: uploading.get(item.id),
           'content-type': 'application/x-test',
-          created: expect.any(String),
-          completed: null,
-          digests: {},
+          'created-at': expect.any(String),
+          'completed-at': null,
+          'repr-digest': null,
           uploader: `bearer:${owner}`,
         });
       }

@@ -98,9 +98,9 @@ describe('signed receipts', () => {
       uploader: `bearer:${owner}`, // the dev token's subject
       'uploader-certificate': null,
     });
-    expect(new Date(document.created).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
-    expect(new Date(document.completed).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
-    expect(new Date(document.issued).getTime()).toBeGreaterThanOrEqual(new Date(document.completed).getTime());
+    expect(new Date(document['created-at']).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
+    expect(new Date(document['completed-at']).getTime()).toBeGreaterThanOrEqual(before.getTime() - 1000);
+    expect(new Date(document.issued).getTime()).toBeGreaterThanOrEqual(new Date(document['completed-at']).getTime());
 
     // One byte of the document flipped: openssl refuses it.
     const flipped = Buffer.from(receipt.body);

@@ -76,8 +76,8 @@ describe('receipts', () => {
       size: 157286400,
       'content-type': 'application/pdf',
       digests: { 'sha-256': Buffer.alloc(32, 7).toString('base64'), crc64nvme: 'ABEiM0RVZnc=' },
-      created: '2026-03-01T10:00:00.123Z',
-      completed: '2026-03-01T10:20:30.000Z',
+      'created-at': '2026-03-01T10:00:00.123Z',
+      'completed-at': '2026-03-01T10:20:30.000Z',
       uploader: 'bearer:alice@example.com',
       'uploader-certificate': null,
       issued: '2026-03-02T08:00:00.000Z',
@@ -88,7 +88,7 @@ describe('receipts', () => {
       { ...info, lastModified: null, metadata: {}, digests: {} },
       new Date(0),
     );
-    expect(bare).toMatchObject({ digests: {}, created: null, completed: null, uploader: null });
+    expect(bare).toMatchObject({ digests: {}, 'created-at': null, 'completed-at': null, uploader: null });
     const session = { ...info, metadata: { uploader: 'session%3Au1', 'uploader-certificate': 'AB'.repeat(20) } };
     expect(receiptDocument(OWNER, CONTENT, session, new Date(0))).toMatchObject({
       uploader: 'session:u1',

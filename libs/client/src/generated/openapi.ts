@@ -318,12 +318,12 @@ export interface components {
        * Format: date-time
        * @description When the content's first request came.
        */
-      created: string | null;
+      'created-at': string | null;
       /**
        * Format: date-time
        * @description When the content was completed (its Last-Modified).
        */
-      completed: string | null;
+      'completed-at': string | null;
       /**
        * @description Who sent it, `bearer:<token subject>` or `session:<user id>`.
        * @example bearer:5dcd7f18-797f-482c-b9c9-eed6d80246fd
@@ -358,17 +358,17 @@ export interface components {
        * Format: date-time
        * @description When the content's first request came.
        */
-      created: string | null;
+      'created-at': string | null;
       /**
        * Format: date-time
        * @description When it was completed (its Last-Modified); null while uploading.
        */
-      completed: string | null;
-      /** @description Base64 digests of the whole content, as in `Repr-Digest` (`crc64nvme`, `sha-256` where known); empty while uploading. */
-      digests: {
-        'sha-256'?: string;
-        crc64nvme?: string;
-      };
+      'completed-at': string | null;
+      /**
+       * @description The whole content's digests as its `Repr-Digest` names them (`crc64nvme`, `sha-256` where known); null while uploading.
+       * @example sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:, crc64nvme=:AAAAAAAAAAA=:
+       */
+      'repr-digest': string | null;
       /** @description Who started it, `bearer:<token subject>` or `session:<user id>`. */
       uploader: string | null;
     };

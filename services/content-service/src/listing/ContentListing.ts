@@ -2,7 +2,8 @@ import { ServiceError } from '@cp/errors';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadBook } from '../store/UploadBook';
 import { contentKey } from '../uploads/ObjectKeys';
-import { objectFacts, type ObjectFacts } from '../receipts/ContentReceipts';
+import { formatDigest } from '@cp/protocol';
+import { objectFacts } from '../receipts/ContentReceipts';
 
 /** One content of a listing (openapi.yaml `ContentListItem`). */
 export interface ListedContent {
@@ -11,11 +12,11 @@ export interface ListedContent {
   /** Its length; while uploading, the total once some request named it, else null. */
   size: number | null;
   'content-type': string;
-  created: string | null;
+  'created-at': string | null;
   /** Null while uploading. */
-  completed: string | null;
-  /** Base64 whole-content digests (`crc64nvme`, `sha-256` where known); none while uploading. */
-  digests: ObjectFacts['digests'];
+  'completed-at': string | null;
+  /** The whole content's digests as its `Repr-Digest` names them (RFC 9530 field value); null while uploading. */
+  'repr-digest': string | null;
   uploader: string | null;
 }
 
@@ -71,8 +72,17 @@ export class ContentListing {
     if (!UUID.test(id)) return null; // not a content's key
     const info = await this.objects.head(contentKey(ownerId, id));
     if (!info) return null;
-    const { size, 'content-type': contentType, created, completed, digests, uploader } = objectFacts(info);
-    return { id, state: 'ready', size, 'content-type': contentType, created, completed, digests, uploader };
+    const facts = objectFacts(info);
+    return {
+      id,
+      state: 'ready',
+      size: facts.size,
+      'content-type': facts['content-type'],
+      'created-at': facts['created-at'],
+      'completed-at': facts['completed-at'],
+      'repr-digest': Object.keys(info.digests).length > 0 ? formatDigest(info.digests) : null,
+      uploader: facts.uploader,
+    };
   }
 
   /** An unfinished upload from its record; ready when it completed since the index was read; null when gone. */
@@ -85,9 +95,9 @@ export class ContentListing {
       state: 'uploading',
       size: total,
       'content-type': record.contentType,
-      created: record.createdAt.toISOString(),
-      completed: null,
-      digests: {},
+      'created-at': record.createdAt.toISOString(),
+      'completed-at': null,
+      'repr-digest': null,
       uploader: record.uploader,
     };
   }

@@ -13,9 +13,9 @@ export interface ReceiptDocument {
   /** Base64 of each whole-content digest S3 keeps for the object. */
   digests: { 'sha-256'?: string; crc64nvme?: string };
   /** When the content was started (its first request), ISO 8601; null where the object does not say. */
-  created: string | null;
+  'created-at': string | null;
   /** When it was completed: its object's Last-Modified. */
-  completed: string | null;
+  'completed-at': string | null;
   /** Who sent it: `bearer:<sub>` or `session:<user>`. */
   uploader: string | null;
   /** The SHA-1 thumbprint (hex) of the certificate the uploader's session signed in with. */
@@ -60,8 +60,9 @@ export function objectFacts(info: ObjectInfo): ObjectFacts {
     size: info.contentLength,
     'content-type': info.contentType,
     digests,
-    created: Number.isNaN(created.getTime()) ? null : created.toISOString(),
-    completed: info.lastModified && !Number.isNaN(info.lastModified.getTime()) ? info.lastModified.toISOString() : null,
+    'created-at': Number.isNaN(created.getTime()) ? null : created.toISOString(),
+    'completed-at':
+      info.lastModified && !Number.isNaN(info.lastModified.getTime()) ? info.lastModified.toISOString() : null,
     uploader: uploaderOf(info.metadata.uploader),
     'uploader-certificate': uploaderOf(info.metadata['uploader-certificate']),
   };

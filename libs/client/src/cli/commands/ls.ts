@@ -29,7 +29,9 @@ function lines(items: ContentListItem[]): string {
   if (items.length === 0) return '(no contents)';
   return items
     .map((i) =>
-      [i.id, i.state.padEnd(9), String(i.size ?? '-').padStart(11), i['content-type'], i.created ?? '-'].join('  '),
+      [i.id, i.state.padEnd(9), String(i.size ?? '-').padStart(11), i['content-type'], i['created-at'] ?? '-'].join(
+        '  ',
+      ),
     )
     .join('\n');
 }
