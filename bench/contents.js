@@ -1,7 +1,15 @@
 // Upload and download of 1 GiB in 64 MiB parts, 4 in flight, through the gateway, against the
 // same bytes sent straight to the S3 server with @aws-sdk/client-s3 from this process; then the
-// content-service's CPU per GiB uploaded with and without a Content-Digest on each part.
-//   pnpm bench contents [--gib 1] [--in-flight 4] [--digest-rounds 2]
+// content-service's CPU per GiB uploaded with and without a Content-Digest on each part; then, for
+// each other client of --clients (bench/_clients.js: curl, a reader of 16 KiB per socket read), the
+// downloads (and curl's uploads) through the gateway against the same client straight to S3,
+// --client-rounds rounds alternating which goes first, with the gateway's and the content-service's
+// CPU-s per GiB.
+//   pnpm bench contents [--gib 1] [--in-flight 4] [--digest-rounds 2] [--clients node,curl,reader16k]
+//                       [--client-rounds 2]
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { createHash, randomBytes, randomUUID } = require('node:crypto');
 const {
   CreateBucketCommand,
@@ -26,12 +34,15 @@ const {
   benchArgs,
 } = require('./_support');
 const { purgeStackData } = require('../tools/devstack/purge');
+const { clientsArg, curlGet, curlPut, smallReadsGet } = require('./_clients');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
 const IN_FLIGHT = Number(args['in-flight'] ?? 4);
 const P = 64 * MiB;
 const DIGEST_ROUNDS = Number(args['digest-rounds'] ?? 2);
+const CLIENTS = clientsArg(args);
+const CLIENT_ROUNDS = Number(args['client-rounds'] ?? 2);
 
 async function main() {
   ensureBackingServers();
@@ -39,6 +50,7 @@ async function main() {
   const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
   const content = stack.services.find((s) => s.name === 'content-service');
   const gateway = stack.services.find((s) => s.name === 'gateway');
+  const partFile = path.join(os.tmpdir(), `cp-bench-part-${randomUUID()}`);
   try {
     const total = GIB * 1024 * MiB;
     const parts = total / P;
@@ -173,7 +185,103 @@ async function main() {
       `content-service CPU-s per GiB uploaded, ${DIGEST_ROUNDS} rounds alternated: without Content-Digest ${cpu(plain)}; ` +
         `with ${cpu(digested)}; least with minus least without ${(least(digested) - least(plain)).toFixed(2)} (target ≤ 0.3)`,
     );
+
+    // Real clients: the same GiB down (and, with curl, up) through the gateway and straight to S3
+    // from the same client, alternating which goes first; CPU-s per GiB of the two hops meanwhile.
+    const others = CLIENTS.filter((c) => c !== 'node');
+    if (others.length > 0) fs.writeFileSync(partFile, part);
+    const getWith = (client, url, headers, s3) =>
+      inFlight(
+        IN_FLIGHT,
+        Array.from({ length: parts }, (_, k) => async () => {
+          const [a, b] = [k * P, (k + 1) * P - 1];
+          const get = client === 'curl' ? curlGet : smallReadsGet;
+          const res = await get(url, a, b, { headers, s3 });
+          if (res.status !== 206 || res.bytes !== P)
+            throw new Error(`${client} GET answered ${res.status} with ${res.bytes} bytes`);
+        }),
+      );
+    const curlUploadGateway = async () => {
+      const first = await curlPut(api, partFile, { method: 'POST', headers: { ...auth, 'content-range': range(0) } });
+      if (first.status !== 201) throw new Error(`curl POST answered ${first.status}`);
+      const { id: cid } = JSON.parse(first.body);
+      const statuses = await inFlight(
+        IN_FLIGHT,
+        Array.from(
+          { length: parts - 1 },
+          (_, i) => async () =>
+            (await curlPut(`${api}/${cid}`, partFile, { headers: { ...auth, 'content-range': range(i + 1) } })).status,
+        ),
+      );
+      if (!statuses.includes(201)) throw new Error(`no curl PUT completed the content: ${statuses}`);
+    };
+    const curlUploadS3 = async () => {
+      const CurlKey = `curl-${randomUUID()}`;
+      const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key: CurlKey }));
+      const etags = await inFlight(
+        IN_FLIGHT,
+        Array.from({ length: parts }, (_, k) => async () => {
+          const q = new URLSearchParams({ partNumber: String(k + 1), uploadId: UploadId });
+          const res = await curlPut(`${process.env.S3_ENDPOINT}/${Bucket}/${CurlKey}?${q}`, partFile, { s3: true });
+          if (res.status !== 200) throw new Error(`curl UploadPart answered ${res.status}`);
+          return res.etag;
+        }),
+      );
+      await s3.send(
+        new CompleteMultipartUploadCommand({
+          Bucket,
+          Key: CurlKey,
+          UploadId,
+          MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) },
+        }),
+      );
+    };
+    const hops = { gateway: gateway.pid, 'content-service': content.pid };
+    const measured = async (fn) => {
+      const before = Object.fromEntries(Object.entries(hops).map(([n, pid]) => [n, cpuMs(pid)]));
+      const t = await timed(fn);
+      const cpuPerGiB = Object.fromEntries(
+        Object.entries(hops).map(([n, pid]) => [n, (cpuMs(pid) - before[n]) / 1000 / GIB]),
+      );
+      return { mbps: mbps(total, t.seconds), cpuPerGiB };
+    };
+    const byClient = [];
+    for (const client of others) {
+      const runs = [
+        [
+          'download',
+          () => getWith(client, `${api}/${id}`, auth, false),
+          () => getWith(client, `${process.env.S3_ENDPOINT}/${Bucket}/${Key}`, {}, true),
+        ],
+      ];
+      if (client === 'curl') runs.push(['upload', curlUploadGateway, curlUploadS3]);
+      for (const [direction, viaGateway, straight] of runs) {
+        const rounds = [];
+        for (let r = 0; r < CLIENT_ROUNDS; r++) {
+          // gateway, S3; then S3, gateway
+          const [gw, direct] =
+            r % 2 === 0
+              ? [await measured(viaGateway), await measured(straight)]
+              : [await measured(straight), await measured(viaGateway)].reverse();
+          rounds.push({ gw, direct });
+        }
+        byClient.push({ client, direction, rounds });
+      }
+    }
+    if (byClient.length > 0) {
+      console.log(
+        `\nother clients, ${CLIENT_ROUNDS} rounds alternating which path goes first (ratio: gateway / S3 in the round)`,
+      );
+      for (const { client, direction, rounds } of byClient) {
+        for (const [r, { gw, direct }] of rounds.entries()) {
+          console.log(
+            `${client.padEnd(9)} ${direction.padEnd(8)} round ${r + 1}: gateway ${gw.mbps.toFixed(0).padStart(5)} MB/s   direct S3 ${direct.mbps.toFixed(0).padStart(5)} MB/s   ratio ${(gw.mbps / direct.mbps).toFixed(2)}   CPU-s/GiB gateway ${gw.cpuPerGiB.gateway.toFixed(2)}, content-service ${gw.cpuPerGiB['content-service'].toFixed(2)}`,
+          );
+        }
+      }
+    }
   } finally {
+    fs.rmSync(partFile, { force: true });
     await stack.stop();
     await purgeStackData(stack.prefix, stack.backing);
   }

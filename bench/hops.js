@@ -11,7 +11,10 @@
 // wake-up finds to read), so each hop is compared only with a floor between the same two peers.
 // 64 MiB parts (or 64 MiB ranges), 4 in flight. Paths rotate order over rounds; for each process
 // the lowest CPU over the rounds (the best of N) and the median are reported, with the best MB/s.
-//   pnpm bench hops [--gib 1] [--rounds 5] [--default-v8]
+// Downloads run once per client of --clients (bench/_clients.js: this process's node:http, which
+// reads whatever a socket read brought; curl; a reader of 16 KiB per socket read), each also
+// straight to S3 from the same client, for the MB/s ratio services / S3.
+//   pnpm bench hops [--gib 1] [--rounds 5] [--default-v8] [--clients node,curl,reader16k]
 //   (CP_BENCH_PROFILE=<dir> also writes CPU profiles of the content-service and the gateway)
 const fs = require('node:fs');
 const { execFileSync } = require('node:child_process');
@@ -21,6 +24,7 @@ const {
   CreateMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   DeleteObjectCommand,
+  GetObjectCommand,
   DeleteBucketCommand,
 } = require('@aws-sdk/client-s3');
 const { DevKeys } = require('@cp/credentials');
@@ -35,7 +39,9 @@ const {
   request,
   s3Client,
   benchArgs,
+  drain,
 } = require('./_support');
+const { clientsArg, curlGet, smallReadsGet } = require('./_clients');
 const { SERVICE_NODE_ARGS } = require('../tools/devstack/stack');
 const { purgeStackData } = require('../tools/devstack/purge');
 
@@ -48,10 +54,14 @@ const P = 64 * MiB;
 const FLOOR_NODE_ARGS = 'default-v8' in args ? [] : SERVICE_NODE_ARGS;
 const TOTAL = GIB * 1024 * MiB;
 const PARTS = TOTAL / P;
+const CLIENTS = clientsArg(args);
 
 const cpuSeconds = (pid) => {
   const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 1/100 s
+  // utime + stime, in clock ticks of 1/100 s; for this process, with its children waited for
+  // (the curl processes: the floors and services are waited for only at the end).
+  const own = Number(f[11]) + Number(f[12]);
+  return (pid === process.pid ? own + Number(f[13]) + Number(f[14]) : own) / 100;
 };
 const pidOf = (name) => Number(execFileSync('pgrep', ['-x', name]).toString().trim().split('\n')[0]);
 
@@ -81,6 +91,23 @@ async function measure(pids, fn) {
   const keys = [];
   let floorKey;
 
+  /** GETs of every 64 MiB range of `url`, 4 in flight, with `client`; `s3` signs them for the S3 server. */
+  const getRanges = (client, url, headers, s3 = false) =>
+    inFlight(
+      4,
+      Array.from({ length: PARTS }, (_, k) => async () => {
+        const [a, b] = [k * P, (k + 1) * P - 1];
+        const res =
+          client === 'curl'
+            ? await curlGet(url, a, b, { headers, s3 })
+            : client === 'reader16k'
+              ? await smallReadsGet(url, a, b, { headers, s3 })
+              : await request('GET', url, { ...headers, range: `bytes=${a}-${b}` });
+        if (res.status !== 206 || res.bytes !== P)
+          throw new Error(`${client} GET answered ${res.status} with ${res.bytes} bytes`);
+      }),
+    );
+
   const floorPhases = {
     upload: async () => {
       const Key = `floor-${keys.length}`;
@@ -105,19 +132,22 @@ async function measure(pids, fn) {
       );
       floorKey = Key;
     },
-    download: async () => {
-      const q = new URLSearchParams({ bucket: Bucket, key: floorKey });
-      await inFlight(
-        4,
-        Array.from({ length: PARTS }, (_, k) => async () => {
-          const res = await request('GET', `${receiverProxy.url}/object?${q}`, {
-            range: `bytes=${k * P}-${(k + 1) * P - 1}`,
-          });
-          if (res.status !== 206 || res.bytes !== P)
-            throw new Error(`floor GET answered ${res.status} with ${res.bytes} bytes`);
-        }),
-      );
-    },
+    download: (client) =>
+      getRanges(client, `${receiverProxy.url}/object?${new URLSearchParams({ bucket: Bucket, key: floorKey })}`, {}),
+  };
+  /** Straight to the S3 server, the floor's object: the node client with @aws-sdk/client-s3. */
+  const s3Phases = {
+    download: (client) =>
+      client === 'node'
+        ? inFlight(
+            4,
+            Array.from({ length: PARTS }, (_, k) => async () => {
+              const Range = `bytes=${k * P}-${(k + 1) * P - 1}`;
+              const n = await drain((await s3.send(new GetObjectCommand({ Bucket, Key: floorKey, Range }))).Body);
+              if (n !== P) throw new Error(`GetObject gave ${n} bytes`);
+            }),
+          )
+        : getRanges(client, `${process.env.S3_ENDPOINT}/${Bucket}/${floorKey}`, {}, true),
   };
   /** The content API's upload and download, through `base` (the gateway, or a bare proxy in front of the content-service). */
   const servicePhases = (base) => {
@@ -141,16 +171,7 @@ async function measure(pids, fn) {
         );
         if (PARTS > 1 && !statuses.includes(201)) throw new Error('no request completed the content');
       },
-      download: async () => {
-        await inFlight(
-          4,
-          Array.from({ length: PARTS }, (_, k) => async () => {
-            const res = await request('GET', `${api}/${id}`, { ...auth, range: `bytes=${k * P}-${(k + 1) * P - 1}` });
-            if (res.status !== 206 || res.bytes !== P)
-              throw new Error(`GET answered ${res.status} with ${res.bytes} bytes`);
-          }),
-        );
-      },
+      download: (client) => getRanges(client, `${api}/${id}`, auth),
     };
   };
   const paths = {
@@ -163,35 +184,47 @@ async function measure(pids, fn) {
       pids: { hop: serviceProxy.pid, receiver: byName['content-service'].pid },
     },
     'receiver floor': { phases: floorPhases, pids: { hop: receiverProxy.pid, receiver: receiver.pid } },
+    s3: { phases: s3Phases, pids: {}, only: 'download' },
   };
   for (const p of Object.values(paths)) p.pids = { client: process.pid, ...p.pids, ...backing };
 
   const seen = {};
+  const record = (name, m) => {
+    console.log(
+      `round ${m.round} ${name.padEnd(34)} ${m.mbps.toFixed(0).padStart(5)} MB/s  cpu-s/GiB ${Object.entries(m.cpu)
+        .map(([n, v]) => `${n}=${v.toFixed(2)}`)
+        .join(' ')}`,
+    );
+    const b = (seen[name] ??= { mbps: [], cpu: {} });
+    b.mbps.push(m.mbps);
+    for (const [n, v] of Object.entries(m.cpu)) (b.cpu[n] ??= []).push(v);
+  };
+  // The node client's downloads keep their old names (`<path> download`); the others' end in the client.
+  const key = (path, direction, client = 'node') =>
+    `${path} ${direction}${direction === 'download' && client !== 'node' ? ` ${client}` : ''}`;
+  const stats = {
+    best: (v) => Math.min(...v),
+    median: (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)],
+  };
   try {
     const names = Object.keys(paths);
     for (let round = 0; round < ROUNDS; round++) {
       // Uploads come before their downloads; which path goes first rotates.
       const order = names.map((_, i) => names[(i + round) % names.length]);
-      for (const direction of ['upload', 'download']) {
+      for (const path of order.filter((p) => paths[p].only !== 'download')) {
+        record(key(path, 'upload'), {
+          round: round + 1,
+          ...(await measure(paths[path].pids, paths[path].phases.upload)),
+        });
+      }
+      for (const client of CLIENTS) {
         for (const path of order) {
-          const m = await measure(paths[path].pids, paths[path].phases[direction]);
-          const name = `${path} ${direction}`;
-          if (name === 'receiver floor download') {
-            // The floor's object is read once per round; drop it so rounds do not pile up GiBs.
-            await s3.send(new DeleteObjectCommand({ Bucket, Key: floorKey }));
-          }
-          console.log(
-            `round ${round + 1} ${name.padEnd(24)} ${m.mbps.toFixed(0).padStart(5)} MB/s  cpu-s/GiB ${Object.entries(
-              m.cpu,
-            )
-              .map(([n, v]) => `${n}=${v.toFixed(2)}`)
-              .join(' ')}`,
-          );
-          const b = (seen[name] ??= { mbps: 0, cpu: {} });
-          b.mbps = Math.max(b.mbps, m.mbps);
-          for (const [n, v] of Object.entries(m.cpu)) (b.cpu[n] ??= []).push(v);
+          const m = await measure(paths[path].pids, () => paths[path].phases.download(client));
+          record(key(path, 'download', client), { round: round + 1, ...m });
         }
       }
+      // The floor's object is read once per round; drop it so rounds do not pile up GiBs.
+      await s3.send(new DeleteObjectCommand({ Bucket, Key: floorKey }));
     }
     // [label, the path it is measured on, its key there (the same on its floor's path), the path of its floor, the floor's name]
     const rows = [
@@ -202,29 +235,67 @@ async function measure(pids, fn) {
       ['s3 server', 'services', 's3 server', 'receiver floor', 's3 server'],
       ['database', 'services', 'database', 'receiver floor', 'database'],
     ];
-    const stats = {
-      best: (v) => Math.min(...v),
-      median: (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)],
+    const cell = (stat, label, path, k, floorPath, what) => {
+      const s = stat(seen[`${path} ${what}`].cpu[k]);
+      const f = stat(seen[`${floorPath} ${what}`].cpu[k]);
+      const ratio = label === 'gateway' || label === 'content-service' ? (s / f).toFixed(2) : '';
+      return `${s.toFixed(2).padStart(what.length)} | ${f.toFixed(2).padStart(6)} | ${ratio.padStart(5)}`;
     };
     for (const [statName, stat] of Object.entries(stats)) {
-      console.log(
-        `\nCPU-s per GiB, ${statName} of ${ROUNDS} rounds (${GIB} GiB, 64 MiB parts, 4 in flight; floors on V8 flags: ${FLOOR_NODE_ARGS.join(' ') || 'defaults'})`,
-      );
-      console.log('process          | upload | floor  | ratio | download | floor  | ratio');
-      for (const [label, path, key, floorPath, floorLabel] of rows) {
-        const cells = ['upload', 'download'].map((d) => {
-          const s = stat(seen[`${path} ${d}`].cpu[key]);
-          const f = stat(seen[`${floorPath} ${d}`].cpu[key]);
-          const ratio = label === 'gateway' || label === 'content-service' ? (s / f).toFixed(2) : '';
-          return `${s.toFixed(2).padStart(d.length)} | ${f.toFixed(2).padStart(6)} | ${ratio.padStart(5)}`;
-        });
-        console.log(`${label.padEnd(16)} | ${cells[0]} | ${cells[1]}   (floor: ${floorLabel})`);
+      if (CLIENTS.includes('node')) {
+        console.log(
+          `\nCPU-s per GiB, ${statName} of ${ROUNDS} rounds (${GIB} GiB, 64 MiB parts, 4 in flight, node client; floors on V8 flags: ${FLOOR_NODE_ARGS.join(' ') || 'defaults'})`,
+        );
+        console.log('process          | upload | floor  | ratio | download | floor  | ratio');
+        for (const [label, path, k, floorPath, floorLabel] of rows) {
+          const cells = ['upload', 'download'].map((d) => cell(stat, label, path, k, floorPath, d));
+          console.log(`${label.padEnd(16)} | ${cells[0]} | ${cells[1]}   (floor: ${floorLabel})`);
+        }
+        const cs = ['upload', 'download'].map((d) => stat(seen[`services ${d}`].cpu.receiver).toFixed(2));
+        console.log(`content-service behind the gateway: ${cs[0]} upload, ${cs[1]} download`);
       }
-      const cs = ['upload', 'download'].map((d) => stat(seen[`services ${d}`].cpu.receiver).toFixed(2));
-      console.log(`content-service behind the gateway: ${cs[0]} upload, ${cs[1]} download`);
+      // Downloads by each client, against its floors and straight to S3 from the same client.
+      console.log(`\nDownloads, CPU-s per GiB, ${statName} of ${ROUNDS} rounds, by client (ratio: over its floor)`);
+      console.log(
+        'client     | gateway | floor | ratio | content-service | floor | ratio | behind gw | client | s3 server | MB/s services | s3 | ratio',
+      );
+      for (const client of CLIENTS) {
+        const d = key('', 'download', client).trim();
+        const cpu = (path, k) => stat(seen[`${path} ${d}`].cpu[k]);
+        const gw = [cpu('services', 'hop'), cpu('gateway floor', 'hop')];
+        const cs = [cpu('gateway floor', 'receiver'), cpu('receiver floor', 'receiver')];
+        const mb = (path) => stat(seen[`${path} ${d}`].mbps.map((v) => -v)) * -1; // best (or median) MB/s
+        const perRound = seen[`services ${d}`].mbps.map((v, i) => v / seen[`s3 ${d}`].mbps[i]);
+        const ratio = statName === 'best' ? mb('services') / mb('s3') : stat(perRound.map((v) => -v)) * -1;
+        console.log(
+          [
+            client.padEnd(10),
+            gw[0].toFixed(2).padStart(7),
+            gw[1].toFixed(2).padStart(5),
+            (gw[0] / gw[1]).toFixed(2).padStart(5),
+            cs[0].toFixed(2).padStart(15),
+            cs[1].toFixed(2).padStart(5),
+            (cs[0] / cs[1]).toFixed(2).padStart(5),
+            cpu('services', 'receiver').toFixed(2).padStart(9),
+            cpu('services', 'client').toFixed(2).padStart(6),
+            cpu('services', 's3 server').toFixed(2).padStart(9),
+            mb('services').toFixed(0).padStart(13),
+            mb('s3').toFixed(0).padStart(4),
+            ratio.toFixed(2).padStart(5),
+          ].join(' | '),
+        );
+      }
     }
+    const best = (name) => Math.max(...seen[name].mbps).toFixed(0);
     console.log(
-      `best MB/s: ${['upload', 'download'].map((d) => names.map((p) => `${p} ${d} ${seen[`${p} ${d}`].mbps.toFixed(0)}`).join(', ')).join('; ')}`,
+      `best MB/s: ${['upload', 'download']
+        .map((d) =>
+          names
+            .filter((p) => seen[key(p, d)])
+            .map((p) => `${p} ${d} ${best(key(p, d))}`)
+            .join(', '),
+        )
+        .join('; ')}`,
     );
   } finally {
     serviceProxy.stop();

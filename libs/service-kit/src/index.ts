@@ -1,7 +1,8 @@
 export { requestId, REQUEST_ID_HEADER } from './requestId';
 export { ServiceMetrics } from './ServiceMetrics';
 export { healthRoutes, livenessRoute, type ReadinessCheck } from './healthRoutes';
-export { runServer, type RunServerOptions, type RunningServer } from './runServer';
+export { BODY_SOCKET_HIGH_WATER_MARK, runServer, type RunServerOptions, type RunningServer } from './runServer';
+export { coalesceWrites } from './coalescedWrites';
 export { accessLog } from './accessLog';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';
 export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';

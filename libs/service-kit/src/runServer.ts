@@ -21,7 +21,17 @@ export interface RunServerOptions {
   onIdleTimeout?: (socket: Socket) => void;
   /** Called with the server before it listens: for 'clientError', 'checkContinue' and the like. */
   configure?: (server: Server) => void;
+  /**
+   * The high-water mark of every connection's socket, both ways, and so of each request and
+   * response (Node's default: 64 KiB). A response piped from a stream of 64 KiB chunks fills a
+   * 64 KiB mark with each chunk, so every chunk cost a pause, a 'drain' and a resume; the services
+   * that stream bodies set BODY_SOCKET_HIGH_WATER_MARK. It bounds what a connection buffers.
+   */
+  socketHighWaterMark?: number;
 }
+
+/** The socket high-water mark of the services that stream contents (gateway, content-service). */
+export const BODY_SOCKET_HIGH_WATER_MARK = 256 * 1024;
 
 export interface RunningServer {
   server: Server;
@@ -43,6 +53,7 @@ export async function runServer(app: RequestListener, options: RunServerOptions)
       headersTimeout: 30_000,
       keepAliveTimeout: 65_000,
       requireHostHeader: options.requireHostHeader ?? true,
+      ...(options.socketHighWaterMark ? { highWaterMark: options.socketHighWaterMark } : {}),
     },
     app,
   );

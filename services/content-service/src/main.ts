@@ -2,7 +2,7 @@ import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { connectRedis, redisBackend } from '@cp/redis';
-import { ServiceMetrics, startService, systemClock } from '@cp/service-kit';
+import { BODY_SOCKET_HIGH_WATER_MARK, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
 import { buildApp } from './app';
 import { loadConfig } from './config';
@@ -158,7 +158,7 @@ startService({
       admin: { metrics },
       backends: [redisBackend(redis), storage],
       onShutdown,
-      server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS },
+      server: { requestTimeoutMs: config.REQUEST_IDLE_TIMEOUT_MS, socketHighWaterMark: BODY_SOCKET_HIGH_WATER_MARK },
     };
   },
 });

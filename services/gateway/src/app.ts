@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
-import { type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import { coalesceWrites, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
@@ -61,6 +61,8 @@ export function buildApp(deps: GatewayDeps): express.Express {
             if (req.closed) abortIfBrokenOff();
             else req.once('close', abortIfBrokenOff);
           },
+          // Piped into the client's response right after this event: what one turn reads, one write.
+          proxyRes: (proxyRes, _req, res) => coalesceWrites(proxyRes, res),
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
         },
       }),

@@ -1,4 +1,4 @@
-import { ServiceMetrics, startService, type ReadinessCheck } from '@cp/service-kit';
+import { BODY_SOCKET_HIGH_WATER_MARK, ServiceMetrics, startService, type ReadinessCheck } from '@cp/service-kit';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { answerClientErrors, answerIdleTimeout, deferExpectations } from './http/clientErrors';
@@ -29,6 +29,7 @@ startService({
       admin: { metrics, readiness },
       server: {
         requestTimeoutMs: config.CLIENT_IDLE_TIMEOUT_MS,
+        socketHighWaterMark: BODY_SOCKET_HIGH_WATER_MARK,
         maxHeaderSize: config.MAX_HEADER_BYTES,
         // A missing Host, an Expect and what the parser refuses are answered in the contract's format.
         requireHostHeader: false,

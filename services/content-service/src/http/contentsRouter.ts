@@ -11,7 +11,7 @@ import {
   parseContentRange,
   parseRange,
 } from '@cp/protocol';
-import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
+import { coalesceWrites, isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
@@ -128,6 +128,7 @@ export function contentsRouter(
       return;
     }
     try {
+      coalesceWrites(download.body, res);
       await pipeline(download.body, res);
     } catch {
       // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
