@@ -825,6 +825,7 @@ describe('bad input through the gateway', () => {
         'other',
         '/v1/:ownerId/contents',
         '/v1/:ownerId/contents/:contentId',
+        '/v1/:ownerId/contents/:contentId/receipt',
         '/auth/v5.x/authenticate-by-cert',
         '/auth/v5.x/approve-cert',
         '/sessions/v5.x/sessions/refresh',
