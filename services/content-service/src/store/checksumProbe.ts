@@ -1,7 +1,30 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { ChecksumRefused } from './writeChecksums';
-import type { ObjectStore } from './ObjectStore';
+import { ChecksumRefused, type BodyChecksum } from './writeChecksums';
+
+/** What the probe asks of the store (ObjectStore), with checksums on while it runs. */
+interface ProbedStore {
+  putObject(
+    key: string,
+    body: Readable,
+    length: number,
+    contentType: string,
+    options: { digests?: BodyChecksum },
+  ): Promise<string>;
+  createMultipartUpload(key: string, contentType: string): Promise<string>;
+  uploadPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: Readable,
+    length: number,
+    signal?: AbortSignal,
+    checksum?: BodyChecksum,
+    whole?: boolean,
+  ): Promise<string>;
+  abortMultipartUpload(key: string, uploadId: string): Promise<void>;
+  delete(key: string): Promise<void>;
+}
 
 /**
  * Whether S3 checks the checksums writes carry, asked of it with writes that leave nothing behind
@@ -10,7 +33,7 @@ import type { ObjectStore } from './ObjectStore';
  * takes itself (CRC-32, CRC-64/NVME) must be taken; the upload is then aborted. `store` sends
  * checksums while this runs. S3 not answering is thrown; a refusal of anything else is an answer (false).
  */
-export async function probeChecksumChecks(store: ObjectStore): Promise<boolean> {
+export async function probeChecksumChecks(store: ProbedStore): Promise<boolean> {
   const key = `staging/.checksum-probe-${randomUUID()}`;
   const bytes = Buffer.from('checksum probe');
   const right = { sha256: createHash('sha256').update(bytes).digest() };

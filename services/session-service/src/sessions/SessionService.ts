@@ -28,9 +28,10 @@ export interface IssuedPair {
 export interface ValidSession {
   userId: string;
   owners: string[];
-  /** The sign-in certificate's SHA-1 thumbprint (hex), where the session was signed in by one. */
-  thumbprint?: string;
+  thumbprint?: string; // the sign-in certificate's SHA-1 (hex), where it was signed in by one
 }
+/** Learns whose session a refresh is about, as soon as that is known (for the audit trail). */
+type OnUser = (userId: string, thumbprint: string | undefined) => void;
 
 /**
  * Sessions: create (for the auth-service), validate (for the content-service), and
@@ -135,12 +136,7 @@ export class SessionService {
    * this returns; Redis or the auth-service not answering stops the refresh before anything
    * changes. docs/design.md (Sessions and rnd) gives each step's crash behaviour.
    */
-  /** `onUser` learns whose session it is (for the audit trail) once that is known. */
-  async refresh(
-    sid: string,
-    refreshToken: string,
-    onUser?: (userId: string, thumbprint: string | undefined) => void,
-  ): Promise<IssuedPair> {
+  async refresh(sid: string, refreshToken: string, onUser?: OnUser): Promise<IssuedPair> {
     const now = this.clock();
     const refreshHash = tokenHash(refreshToken);
     const sidHash = tokenHash(sid);
