@@ -93,16 +93,19 @@ export class ObjectStore {
   /** Whether writes carry checksums S3 checks (probeChecksums); until known, none, and the service checks digests. */
   checksumsChecked = false;
 
-  /** Learns whether S3 checks the checksums writes carry (see checksumProbe); from then on every write carries one. */
+  /**
+   * Learns whether S3 checks the checksums writes carry (see checksumProbe), asking with a store of
+   * its own that sends them, so that no request sends one meanwhile; from then on every write does.
+   */
   async probeChecksums(): Promise<boolean> {
-    this.checksumsChecked = true;
-    let checked = false;
+    const asking = new ObjectStore(this.s3, this.bucket, this.timeouts);
+    asking.checksumsChecked = true;
     try {
-      checked = await probeChecksumChecks(this);
+      this.checksumsChecked = await probeChecksumChecks(asking);
     } finally {
-      this.checksumsChecked = checked;
+      asking.direct.destroy();
     }
-    return checked;
+    return this.checksumsChecked;
   }
 
   /** A streamed PUT (PutObject or UploadPart) with its checksum; S3's refusal of that checksum is a ChecksumRefused. */
