@@ -6,8 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { call, contentsUrl, newOwner } from './support/http';
-import { TestPki } from './support/pki';
-import { admin, newApiKey, refresh, registerUser, sessionsAdmin, sidHeaders, signIn } from './support/signin';
+import { admin, newApiKey, refresh, sessionsAdmin, sidHeaders, signedInUser } from './support/signin';
 import { testStack, tokenFor } from './support/stack';
 
 interface Entry {
@@ -111,14 +110,7 @@ describe('the audit trail', () => {
   });
 
   it('records sign-ins, refreshes and what a session stores by user and certificate; never a secret', async () => {
-    const pki = new TestPki();
-    const root = pki.root('Audit Root');
-    await admin('trust', 'add', '--cert', root.certPath);
-    const user = pki.issue('audit-user', root);
-    const signedOwner = newOwner();
-    const { userId } = await registerUser(user, [signedOwner]);
-    const apiKey = await newApiKey();
-    const pair = await signIn(user, apiKey);
+    const { user, userId, owner: signedOwner, apiKey, pair } = await signedInUser('audit');
     const [signin] = await recorded((e) => e.event === 'session.signin' && e.actor.subject === userId);
     expect(signin).toMatchObject({
       service: 'auth-service',

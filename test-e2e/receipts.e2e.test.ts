@@ -18,8 +18,7 @@ import { cli } from './support/contentCli';
 import { OPENAPI_FILE } from './support/contract';
 import { call, contentsUrl, newOwner, P, postPart, putPart } from './support/http';
 import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
-import { TestPki } from './support/pki';
-import { admin, newApiKey, registerUser, signIn } from './support/signin';
+import { signedInUser } from './support/signin';
 import { testStack, tokenFor } from './support/stack';
 
 const DAY = 24 * 3600 * 1000;
@@ -111,13 +110,12 @@ describe('signed receipts', () => {
   });
 
   it('names the user and the certificate thumbprint of a session that signed in by certificate', async () => {
-    const pki = new TestPki();
-    const root = pki.root('Receipts Root');
-    await admin('trust', 'add', '--cert', root.certPath);
-    const user = pki.issue('receipts-user', root);
-    const signedOwner = newOwner();
-    const { userId } = await registerUser(user, [signedOwner]);
-    const { Sid } = await signIn(user, await newApiKey());
+    const {
+      user,
+      userId,
+      owner: signedOwner,
+      pair: { Sid },
+    } = await signedInUser('receipts');
     const cookie = { cookie: `auth.sid=${Sid}` };
     // A one-request content, and one sent in two parts: the multipart upload keeps it too.
     const one = await call(contentsUrl(signedOwner), { method: 'POST', body: randomBytes(100), headers: cookie });

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { call, type Answer } from './http';
-import { decryptEncryptedKey, type Issued } from './pki';
+import { decryptEncryptedKey, TestPki, type Issued } from './pki';
 import { testStack } from './stack';
 
 const run = promisify(execFile);
@@ -141,6 +141,27 @@ export async function signIn(
   const res = await call(`${href}&apiKey=${encodeURIComponent(apiKey)}`, { method: 'POST', body: rnd });
   if (res.status !== 200) throw new Error(`approve-cert answered ${res.status}: ${res.body.toString()}`);
   return res.json();
+}
+
+/**
+ * A user signed in by certificate, end to end: a CA of its own trusted, a certificate issued and
+ * registered for one new owner, an api key, and the session approve-cert gave.
+ */
+export async function signedInUser(name: string): Promise<{
+  user: Issued;
+  userId: string;
+  owner: string;
+  apiKey: string;
+  pair: { Sid: string; RefreshToken: string };
+}> {
+  const pki = new TestPki();
+  const root = pki.root(`${name} Root`);
+  await admin('trust', 'add', '--cert', root.certPath);
+  const user = pki.issue(`${name}-user`, root);
+  const owner = randomUUID();
+  const { userId } = await registerUser(user, [owner]);
+  const apiKey = await newApiKey();
+  return { user, userId, owner, apiKey, pair: await signIn(user, apiKey) };
 }
 
 export async function refresh(

@@ -15,7 +15,7 @@ import { ChecksumRefused, ObjectStore } from '../src/store/ObjectStore';
 import { RedisUploadBook } from '../src/store/RedisUploadBook';
 import { PartAssembler } from '../src/uploads/PartAssembler';
 import { contentKey, UploadService, type WriteRequest } from '../src/uploads/UploadService';
-import { dropNamespace, redisReady } from './support/realStores';
+import { dropNamespace, redisReady, testS3Client } from './support/realStores';
 
 const P = 64 * 1024 * 1024;
 const owner = '5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d';
@@ -35,16 +35,6 @@ describe('an Object Lock bucket', () => {
   let objects: ObjectStore;
   let uploads: UploadService;
 
-  const client = (endpoint: string) =>
-    new S3Client({
-      endpoint,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
-
   beforeAll(async () => {
     const target = new URL(process.env.S3_ENDPOINT!);
     proxy = createServer((req, res) => {
@@ -60,7 +50,7 @@ describe('an Object Lock bucket', () => {
       req.pipe(upstream);
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-    const admin = client(process.env.S3_ENDPOINT!);
+    const admin = testS3Client(process.env.S3_ENDPOINT!);
     await admin.send(new CreateBucketCommand({ Bucket: bucket, ObjectLockEnabledForBucket: true })).catch((e) => {
       if (!/BucketAlready/.test((e as Error).name)) throw e;
     });
@@ -77,7 +67,7 @@ describe('an Object Lock bucket', () => {
     expect(lock.ObjectLockConfiguration?.ObjectLockEnabled).toBe('Enabled');
     admin.destroy();
 
-    s3 = client(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+    s3 = testS3Client(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
     objects = new ObjectStore(s3, bucket);
     const logger = createLogger({ service: 'test', level: 'silent' });
     redis = connectRedis(process.env.REDIS_URL!, logger, { commandTimeoutMs: 5_000 });
@@ -91,7 +81,7 @@ describe('an Object Lock bucket', () => {
   afterAll(async () => {
     // versitygw applies a bucket's default retention when an object is deleted: without the rule
     // the stack's purge can delete what this suite wrote.
-    const admin = client(process.env.S3_ENDPOINT!);
+    const admin = testS3Client(process.env.S3_ENDPOINT!);
     await admin
       .send(
         new PutObjectLockConfigurationCommand({

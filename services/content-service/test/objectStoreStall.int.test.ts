@@ -4,19 +4,10 @@
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
-import { S3Client } from '@aws-sdk/client-s3';
 import { ObjectStore, StorageTimeout, isS3Unavailable } from '../src/store/ObjectStore';
+import { testS3Client } from './support/realStores';
 
-const s3 = (endpoint: string) =>
-  new S3Client({
-    endpoint,
-    region: 'us-east-1',
-    forcePathStyle: true,
-    credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    maxAttempts: 1,
-  });
+const s3 = (endpoint: string) => testS3Client(endpoint, { maxAttempts: 1 });
 
 describe('ObjectStore stall timeout', () => {
   const { prefix } = JSON.parse(process.env.CP_TEST_STACK!) as { prefix: string };

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Described } from '@cp/service-kit';
+import { query } from './authRoutes';
 
 const APPROVE = /^\/auth\/v5\.\d+\/approve-cert\/?$/;
 
@@ -10,9 +11,8 @@ const APPROVE = /^\/auth\/v5\.\d+\/approve-cert\/?$/;
  */
 export function describeSignIn(req: Request, res: Response): Described[] {
   if (!APPROVE.test(req.originalUrl.split('?')[0]!)) return [];
-  const thumbprint = Object.entries(req.query).find(([name]) => name.toLowerCase() === 'thumbprint')?.[1];
-  const certificate =
-    typeof thumbprint === 'string' && /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? thumbprint.toUpperCase() : null;
+  const thumbprint = query(req, 'thumbprint');
+  const certificate = thumbprint && /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? thumbprint.toUpperCase() : null;
   const userId = res.locals.userId as string | undefined;
   return [{ event: 'session.signin', actor: { kind: 'certificate', subject: userId ?? null, certificate } }];
 }

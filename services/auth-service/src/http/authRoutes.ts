@@ -80,7 +80,8 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
   return router;
 }
 
-function query(req: Request, name: string): string | undefined {
+/** A query parameter by its name in any case: the first non-empty value. */
+export function query(req: Request, name: string): string | undefined {
   for (const [k, v] of Object.entries(req.query)) {
     if (k.toLowerCase() !== name.toLowerCase()) continue;
     const s = Array.isArray(v) ? v[0] : v;

@@ -1,4 +1,4 @@
-import { S3Client } from '@aws-sdk/client-s3';
+import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { createLogger, type Logger } from '@cp/logging';
 import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { ObjectStore } from '../../src/store/ObjectStore';
@@ -22,6 +22,19 @@ export interface RealStores {
   uploads: UploadService;
   /** What a content of `owner` is now: its S3 object is its record once finished, the book's entry until then. */
   lookup(owner: string, id: string): Promise<ContentLookup>;
+}
+
+/** An S3 client with the test stack's keys, for `endpoint` (the S3 server, or something in front of it). */
+export function testS3Client(endpoint: string, options: Partial<S3ClientConfig> = {}): S3Client {
+  return new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    ...options,
+  });
 }
 
 /** Waits for a Redis connection to be ready (connectRedis connects in the background). */
@@ -66,14 +79,7 @@ export function useRealStores(name: string, clock: Clock, uploadTtlMs = 60_000):
     stores.namespace = namespace;
     stores.redis = connectRedis(process.env.REDIS_URL!, stores.logger, { commandTimeoutMs: 5_000 });
     await redisReady(stores.redis);
-    stores.s3 = new S3Client({
-      endpoint: process.env.S3_ENDPOINT,
-      region: 'us-east-1',
-      forcePathStyle: true,
-      credentials: { accessKeyId: process.env.S3_ACCESS_KEY_ID!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY! },
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+    stores.s3 = testS3Client(process.env.S3_ENDPOINT!);
     stores.objects = new ObjectStore(stores.s3, namespace);
     await stores.objects.ensureBucket();
     stores.book = new RedisUploadBook(stores.redis, namespace);
