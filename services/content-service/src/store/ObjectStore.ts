@@ -15,8 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import { ensureBucket, setAbortIncompleteUploadsRule } from './bucketSetup';
 import { probeChecksumChecks } from './checksumProbe';
 import { DirectS3, S3Refusal, type DirectCall } from './DirectS3';
-import { deleteMany, deletePrefix } from './bulkDelete';
-import { listKeys, type KeyPage } from './listKeys';
+import { deleteMany, deletePrefix, listKeys, type KeyPage } from './keyListing';
 import { type BodyChecksum, ChecksumRefused, writeChecksum } from './writeChecksums';
 import {
   CHECKSUM_MODE,

@@ -97,6 +97,9 @@ export function watchedDownload(source: Readable, stallMs: number): Readable {
   return source;
 }
 
+/** Sends one call with the store's deadline on its answer (ObjectStore's `bounded`: see withDeadline). */
+export type Bounded = <O>(send: (abortSignal: AbortSignal) => Promise<O>) => Promise<O>;
+
 /**
  * Sends a call with a deadline on its answer. The deadline ends once the answer's headers came,
  * so a GetObject body streams as long as it flows (the socket's idle timeout watches it then).

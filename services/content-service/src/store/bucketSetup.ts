@@ -5,9 +5,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { isNotFound } from './s3Errors';
-
-/** Sends one call with the store's deadline on its answer. */
-type Bounded = <O>(send: (abortSignal: AbortSignal) => Promise<O>) => Promise<O>;
+import type { Bounded } from './S3Progress';
 
 /** Creates the bucket when `ping` (a HeadBucket) finds none; one created meanwhile by another replica is fine. */
 export async function ensureBucket(s3: S3Client, bucket: string, bounded: Bounded, ping: () => Promise<void>) {
