@@ -43,21 +43,19 @@ class UsageError extends Error {}
 /** The thing to remove does not exist (exit code 3). */
 class NotFound extends Error {}
 
+const OPTIONS = {
+  user: { type: 'string' },
+  owner: { type: 'string', multiple: true },
+  cert: { type: 'string', multiple: true },
+  label: { type: 'string' },
+  key: { type: 'string' },
+  thumbprint: { type: 'string' },
+  'allow-free': { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      user: { type: 'string' },
-      owner: { type: 'string', multiple: true },
-      cert: { type: 'string', multiple: true },
-      label: { type: 'string' },
-      key: { type: 'string' },
-      thumbprint: { type: 'string' },
-      'allow-free': { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   const [noun, verb] = positionals;
   if (values.help || !noun) {
     process.stdout.write(`${USAGE}\n`);
@@ -216,8 +214,8 @@ const CHANGES = new Set(['user add', 'cert remove', 'apikey create', 'apikey rev
 
 /** Runs a command, and audits it when it is a change: its user, owners or thumbprint, never a key. */
 async function audited(argv: string[]): Promise<void> {
-  const strings = { user: { type: 'string' }, thumbprint: { type: 'string' }, label: { type: 'string' } } as const;
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: strings });
+  // Not strict: a command that main refuses for its options is audited too.
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: OPTIONS });
   const command = positionals.slice(0, 2).join(' ');
   const detail = {
     user: typeof values.user === 'string' ? values.user : null,

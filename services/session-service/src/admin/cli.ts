@@ -28,12 +28,10 @@ const notRefreshing: RegistrationChecker = {
   check: () => Promise.reject(new Error('the sessions command line does not refresh')),
 };
 
+const OPTIONS = { user: { type: 'string' }, help: { type: 'boolean', short: 'h' } } as const;
+
 async function main(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { user: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${USAGE}\n`);
     return;
@@ -89,8 +87,8 @@ async function main(argv: string[]): Promise<void> {
 
 /** Runs the command and audits a revocation, done or not (see auditOperatorChange). */
 async function audited(argv: string[]): Promise<void> {
-  const options = { user: { type: 'string' } } as const;
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options });
+  // Not strict: a command that main refuses for its options is audited too.
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, strict: false, options: OPTIONS });
   const revoking = positionals.join(' ') === 'revoke' && !values.help;
   const detail = { user: typeof values.user === 'string' ? values.user : null };
   try {
