@@ -77,10 +77,11 @@ describe("the content-service's read-only Redis user", () => {
   it('keeps an upload in its book: create, commit by compare-and-set, lease, remove', async () => {
     const book = new RedisUploadBook(user.client, `acl-${randomBytes(4).toString('hex')}`);
     const id = randomUUID();
+    const owner = randomUUID();
     const now = new Date();
     await book.create({
       _id: id,
-      ownerId: randomUUID(),
+      ownerId: owner,
       total: 10,
       contentType: 'text/plain',
       s3Key: 'k',
@@ -97,6 +98,7 @@ describe("the content-service's read-only Redis user", () => {
     ).toBe(true);
     await book.extend(id, new Date(now.getTime() + 1000));
     expect(await book.expired(new Date(now.getTime() + 2000), 10)).toEqual([id]);
+    expect(await book.ownedCount(owner)).toBe(1);
     await book.noteCleanup(id, now);
     expect(await book.pendingCleanups(10)).toEqual([id]);
     await book.cleanupDone(id);

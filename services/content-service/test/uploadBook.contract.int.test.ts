@@ -345,6 +345,17 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
       await book.remove(randomUUID()); // an unknown one: no harm
       expect(await book.ownedUploads(owner, null, 100)).toHaveLength(24);
     });
+
+    it('counts an owner’s uploads from their creation until their removal, and no other owner’s', async () => {
+      const counted = randomUUID();
+      expect(await book.ownedCount(counted)).toBe(0);
+      const ids = await Promise.all(Array.from({ length: 5 }, async () => (await created({ ownerId: counted }))._id));
+      await created({ ownerId: randomUUID() });
+      expect(await book.ownedCount(counted)).toBe(5);
+      await book.remove(ids[0]!);
+      await book.remove(ids[0]!);
+      expect(await book.ownedCount(counted)).toBe(4);
+    });
   });
 
   describe('cleanups', () => {
@@ -381,6 +392,36 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
  * commit() cost the same Redis round trips, and the same commands on the server (those run inside
  * Lua scripts included, as MONITOR shows them), with 10 and with 1,000 other uploads.
  */
+describe('RedisUploadBook, a creation that died part-way', () => {
+  it('drops the owner’s index entry of a creation that died before its record, when the sweeper removes it', async () => {
+    const book = new RedisUploadBook(redis, `${run}-${++books}`);
+    const record = newRecord({ ownerId: randomUUID() });
+    // create() dies just before its record: its first three commands (expiry, owner, index entry) went through.
+    const command = (redis as unknown as { sendCommand: (args: string[]) => Promise<unknown> }).sendCommand.bind(redis);
+    let calls = 0;
+    Object.assign(redis, {
+      sendCommand: (args: string[]) => {
+        if (++calls > 3) return Promise.reject(new Error('killed'));
+        return command(args);
+      },
+    });
+    try {
+      await expect(book.create(record)).rejects.toThrow('killed');
+    } finally {
+      Object.assign(redis, { sendCommand: command });
+    }
+    expect(await book.find(record._id)).toBeNull();
+    expect(await book.ownedUploads(record.ownerId, null, 10)).toEqual([record._id]);
+    expect(await book.ownedCount(record.ownerId)).toBe(1);
+    expect(await book.expired(at(61_000), 10)).toEqual([record._id]);
+    // The sweeper finds the expiry entry without an upload and removes it: the owner's entry goes too.
+    await book.remove(record._id);
+    expect(await book.ownedUploads(record.ownerId, null, 10)).toEqual([]);
+    expect(await book.ownedCount(record.ownerId)).toBe(0);
+    expect(await book.expired(at(61_000), 10)).toEqual([]);
+  });
+});
+
 describe('RedisUploadBook cost', () => {
   it('costs the same round trips and server commands for state() + commit() with 10 and with 1,000 uploads held', async () => {
     const namespace = `${run}-cost`;

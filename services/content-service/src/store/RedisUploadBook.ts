@@ -39,7 +39,10 @@ export class RedisUploadBook implements UploadBook {
     const { expiresAt, ...fixed } = record;
     // The indexes first: an entry without an upload is dropped by the sweeper (or skipped by a
     // listing), an upload without one would never expire (or never be listed).
+    // The owner is written before the owner's index, so that a removal finds the entry even when
+    // the creation died before its record (`own` alone does not make an upload: find() needs `rec`).
     await this.command(['ZADD', this.expiries, 'NX', String(expiresAt.getTime()), record._id]);
+    await this.command(['HSET', this.key(record._id), 'own', record.ownerId]);
     await this.command(['ZADD', this.owned(record.ownerId), '0', record._id]);
     const created = await this.script(CREATE, record._id, [
       JSON.stringify(fixed),
@@ -98,10 +101,15 @@ export class RedisUploadBook implements UploadBook {
     return this.command<string[]>(['ZRANGE', this.owned(ownerId), from, '+', 'BYLEX', 'LIMIT', '0', String(limit)]);
   }
 
+  async ownedCount(ownerId: string): Promise<number> {
+    return this.command<number>(['ZCARD', this.owned(ownerId)]);
+  }
+
   async remove(id: string): Promise<void> {
     // Out of its owner's index first: an upload being removed may go unlisted, never stay listed.
-    const rec = await this.command<string | null>(['HGET', this.key(id), 'rec']);
-    if (rec) await this.command(['ZREM', this.owned((JSON.parse(rec) as UploadRecord).ownerId), id]);
+    const [own, rec] = await this.command<(string | null)[]>(['HMGET', this.key(id), 'own', 'rec']);
+    const ownerId = own ?? (rec ? (JSON.parse(rec) as UploadRecord).ownerId : null);
+    if (ownerId) await this.command(['ZREM', this.owned(ownerId), id]);
     await this.command(['DEL', this.key(id)]);
     await this.command(['ZREM', this.expiries, id]);
   }
@@ -152,7 +160,7 @@ function script(source: string): Script {
 }
 
 const CREATE = script(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('HGET', KEYS[1], 'rec') then return 0 end
 redis.call('HSET', KEYS[1], 'v', '1', 'rec', ARGV[1], 'exp', ARGV[2], 'st', ARGV[3])
 return 1`);
 

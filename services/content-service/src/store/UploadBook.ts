@@ -33,7 +33,12 @@ export interface UploadBook {
    * on other owners' uploads. An id may name an upload gone meanwhile (its find() answers null).
    */
   ownedUploads(ownerId: string, after: string | null, limit: number): Promise<string[]>;
-  /** Removes an upload's record and bookkeeping; no commit computed before succeeds after it. */
+  /** How many ids the owner's index holds (its unfinished uploads, and any a creation left there when it died). */
+  ownedCount(ownerId: string): Promise<number>;
+  /**
+   * Removes an upload's record and bookkeeping, and its id from its owner's index (also when its
+   * creation died before the record was written); no commit computed before succeeds after it.
+   */
   remove(id: string): Promise<void>;
   /** Notes that a completed content's staging must go (kept until cleanupDone). */
   noteCleanup(id: string, now: Date): Promise<void>;

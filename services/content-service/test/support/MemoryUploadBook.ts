@@ -74,6 +74,10 @@ export class MemoryUploadBook implements UploadBook {
       .slice(0, limit);
   }
 
+  async ownedCount(ownerId: string): Promise<number> {
+    return [...this.uploads.values()].filter((e) => e.record.ownerId === ownerId).length;
+  }
+
   async remove(id: string): Promise<void> {
     this.uploads.delete(id);
   }
