@@ -184,6 +184,10 @@ export const HINTS: Record<string, string> = {
   clientDisconnected: 'the request body broke off before its end; retry (the client does so by itself)',
   partTooFragmented: 'this part was sent in too many small ranges; send the rest of it in larger ranges',
   tooManyRequests: "this owner's request rate is over its limit; wait for Retry-After seconds and send it again",
+  storageQuotaExceeded:
+    "the content does not fit in this owner's storage quota; delete contents (or unfinished uploads) first, or ask the operator for more",
+  uploadQuotaExceeded:
+    'this owner holds as many unfinished uploads as its quota allows; complete or delete one (content ls shows them) first',
   invalidContentDigest: 'the Content-Digest header is malformed; this is a client bug',
   contentDigestMismatch: 'the bytes sent are not the ones their digest names (file changed while uploading?); retry',
   invalidSession: 'the session is over; run `content refresh` or `content login` again',

@@ -113,6 +113,16 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'the request failed unexpectedly; quote the track-id when reporting it',
   },
+  storageQuotaExceeded: {
+    status: 403,
+    family: 'contents',
+    message: "the content does not fit in the owner's storage quota",
+  },
+  uploadQuotaExceeded: {
+    status: 403,
+    family: 'contents',
+    message: 'the owner has as many unfinished uploads as its quota allows; complete or delete one first',
+  },
   tooManyRequests: {
     status: 429,
     family: 'contents',

@@ -7,6 +7,7 @@ import {
   type RedisScripts,
   type RedisSentinelType,
 } from 'redis';
+import { createHash } from 'node:crypto';
 import type { Logger } from '@cp/logging';
 
 export type { RedisScripts };
@@ -221,4 +222,41 @@ export function redisBackend<S extends RedisScripts>(client: Redis<S>) {
     readiness: { name: 'redis', check: async () => void (await redisCommand(client, ['PING'])) },
     close: () => closeRedis(client),
   };
+}
+
+/** A Lua script run by its SHA-1 on a connection made without `scripts` (see runScript). */
+export interface LuaScript {
+  source: string;
+  sha: string;
+}
+
+export function luaScript(source: string): LuaScript {
+  return { source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/** Runs a script over one key: EVALSHA, and EVAL once when the server does not have it (after a restart or a failover). */
+export async function runScript<T = unknown, S extends RedisScripts = None>(
+  client: Redis<S>,
+  script: LuaScript,
+  key: string,
+  args: string[],
+): Promise<T> {
+  try {
+    return await redisCommand<T, S>(client, ['EVALSHA', script.sha, '1', key, ...args]);
+  } catch (error) {
+    if (!/NOSCRIPT/.test((error as Error).message)) throw error;
+    return redisCommand<T, S>(client, ['EVAL', script.source, '1', key, ...args]);
+  }
+}
+
+/** Waits until the connection is ready, at most `timeoutMs`; false when it is not by then. */
+export function redisReady<S extends RedisScripts>(client: Redis<S>, timeoutMs: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    if (client.isReady) return resolve(true);
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }

@@ -66,6 +66,13 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** Requests per owner on /v1 in RATE_LIMIT_PER_OWNER_SECONDS, across replicas (Redis); 0: no limit. */
       RATE_LIMIT_PER_OWNER_POINTS: env.int(0, 0),
       RATE_LIMIT_PER_OWNER_SECONDS: env.int(1, 1),
+      /**
+       * Per-owner quotas (off: nothing checked or counted). On: each new content is checked against
+       * its owner's limits (set with `pnpm admin quota set`), else these defaults (0: no limit).
+       */
+      QUOTAS: env.bool(false),
+      QUOTA_STORAGE_BYTES: env.int(0, 0),
+      QUOTA_UNFINISHED_UPLOADS: env.int(0, 0),
       SWEEP_INTERVAL_SECONDS: env.int(300, 1),
       SWEEP_BATCH_SIZE: env.int(100, 1),
       REQUEST_IDLE_TIMEOUT_MS: env.int(120_000, 1000),

@@ -15,6 +15,8 @@ import { ContentListing } from './listing/ContentListing';
 import { ObjectStore } from './store/ObjectStore';
 import { RedisLease } from './store/RedisLease';
 import { RedisUploadBook } from './store/RedisUploadBook';
+import { RedisQuotas } from './store/RedisQuotas';
+import { OwnerQuotas } from './quotas/OwnerQuotas';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { PartAssembler } from './uploads/PartAssembler';
@@ -84,6 +86,12 @@ startService({
         assembler: new PartAssembler(objects),
         logger,
         metrics: new UploadMetrics(metrics.registry),
+        quotas: new OwnerQuotas(
+          config.QUOTAS ? new RedisQuotas(redis, config.S3_BUCKET) : null,
+          book,
+          { bytes: config.QUOTA_STORAGE_BYTES || null, uploads: config.QUOTA_UNFINISHED_UPLOADS || null },
+          logger,
+        ),
       },
       {
         uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,

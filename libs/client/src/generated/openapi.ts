@@ -401,6 +401,8 @@ export interface components {
         | 'urn:error:contents:sessionsNotAccepted'
         | 'urn:error:contents:invalidSession'
         | 'urn:error:contents:ownerForbidden'
+        | 'urn:error:contents:storageQuotaExceeded'
+        | 'urn:error:contents:uploadQuotaExceeded'
         | 'urn:error:contents:contentNotFound'
         | 'urn:error:contents:routeNotFound'
         | 'urn:error:contents:contentNotReady'
@@ -557,6 +559,30 @@ export interface components {
         [name: string]: unknown;
       };
       content: {
+        'application/json; charset=utf-8': components['schemas']['ContentsError'];
+      };
+    };
+    /**
+     * @description `ownerForbidden`: valid credentials without access to `ownerId`.
+     *     `storageQuotaExceeded`: the new content does not fit in the owner's storage quota (its length
+     *     or declared total, with what the owner stores and its unfinished uploads hold); the message
+     *     names the limit and the bytes in use. `uploadQuotaExceeded`: one unfinished upload more than
+     *     the owner may hold at once. Quotas apply where the operator turns them on (`QUOTAS`); a
+     *     refusal stores nothing.
+     */
+    UploadForbidden: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        /**
+         * @example {
+         *       "id": "urn:error:contents:storageQuotaExceeded",
+         *       "status-code": 403,
+         *       "message": "the owner's storage quota is 1048576 bytes, of which 600000 are stored or held for uploads; this content needs 500000 more",
+         *       "track-id": "0b6f2c1e-2d7c-4f3a-9a51-3c1f0e8a7d42"
+         *     }
+         */
         'application/json; charset=utf-8': components['schemas']['ContentsError'];
       };
     };
@@ -881,7 +907,7 @@ export interface operations {
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
-      403: components['responses']['Forbidden'];
+      403: components['responses']['UploadForbidden'];
       409: components['responses']['Conflict'];
       411: components['responses']['LengthRequired'];
       413: components['responses']['TooLarge'];

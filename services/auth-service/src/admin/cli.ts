@@ -34,6 +34,7 @@ const USAGE = `usage:
   admin trust list
   admin trust remove --thumbprint <sha-1 hex>   every chain through it is refused, even when the
                                                 client sends the certificate itself
+  admin quota show|set --owner <uuid> ...       an owner's storage and upload quotas (admin quota --help)
 running auth-service replicas see a revoked api key or a removed CA within 30 s (their caches)
 environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-auth)`;
 

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { redisCommand, type Redis } from '@cp/redis';
+import { luaScript as script, redisCommand, runScript, type LuaScript, type Redis } from '@cp/redis';
 import {
   emptyPart,
   emptyUploadState,
@@ -139,24 +138,9 @@ export class RedisUploadBook implements UploadBook {
     return redisCommand<T>(this.redis, args);
   }
 
-  /** EVALSHA, and EVAL once when the server does not have the script (after a restart or a failover). */
-  private async script(script: Script, id: string, args: string[]): Promise<number> {
-    try {
-      return await this.command<number>(['EVALSHA', script.sha, '1', this.key(id), ...args]);
-    } catch (error) {
-      if (!/NOSCRIPT/.test((error as Error).message)) throw error;
-      return this.command<number>(['EVAL', script.source, '1', this.key(id), ...args]);
-    }
+  private script(script: LuaScript, id: string, args: string[]): Promise<number> {
+    return runScript<number>(this.redis, script, this.key(id), args);
   }
-}
-
-interface Script {
-  source: string;
-  sha: string;
-}
-
-function script(source: string): Script {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
 const CREATE = script(`

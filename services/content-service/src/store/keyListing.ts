@@ -1,9 +1,10 @@
 import { DeleteObjectCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { Bounded } from './S3Progress';
 
-/** One page of keys, in S3's order (UTF-8 binary); `truncated` when more follow the last. */
+/** One page of keys, in S3's order (UTF-8 binary), and their objects' sizes; `truncated` when more follow the last. */
 export interface KeyPage {
   keys: string[];
+  sizes: number[];
   truncated: boolean;
 }
 
@@ -24,8 +25,12 @@ export async function listKeys(
     MaxKeys: page.max,
   });
   const out = await bounded((abortSignal) => s3.send(command, { abortSignal }));
-  const keys = (out.Contents ?? []).flatMap((object) => (object.Key ? [object.Key] : []));
-  return { keys, truncated: out.IsTruncated === true };
+  const objects = (out.Contents ?? []).filter((object) => object.Key);
+  return {
+    keys: objects.map((object) => object.Key!),
+    sizes: objects.map((object) => object.Size ?? 0),
+    truncated: out.IsTruncated === true,
+  };
 }
 
 /** Deletes objects, up to 1,000 per request. Keys that do not exist are not an error. */

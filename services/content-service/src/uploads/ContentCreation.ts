@@ -9,6 +9,7 @@ import type { StageTimings } from './StageTimings';
 import type { UploadCleanup } from './UploadCleanup';
 import type { UploadContext, WriteOutcome, WriteRequest } from './UploadContext';
 import { wholeBodyTooLarge } from './WriteAdmission';
+import { OwnerQuotas, type Hold } from '../quotas/OwnerQuotas';
 
 const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
@@ -22,27 +23,51 @@ export class ContentCreation {
 
   /** The whole content in one request, stored with one PutObject. */
   async storeWhole(request: WriteRequest, knownTotal: number | null): Promise<WriteOutcome> {
-    const { objects, clock } = this.ctx;
+    const { clock } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
     const metadata = objectMetadata(request, clock(), request.sha256 ?? null);
-    // The object is the content's only record: once S3 has it, the content is ready.
+    // A chunked body's length is known only at its end: as much of the most it may be as fits is held.
+    const hold = await this.ctx.quotas.admit(request.ownerId, knownTotal ?? PART_SIZE, false, knownTotal === null);
+    let size: number;
+    try {
+      size = await this.putWhole(request, s3Key, contentType, metadata, knownTotal, hold);
+    } catch (error) {
+      await hold.release();
+      throw error;
+    }
+    await hold.stored(size);
+    return { id, completedNow: true, completed: true };
+  }
+
+  /** Stores a one-shot content as its object (its only record: once S3 has it, the content is ready); returns its size. */
+  private async putWhole(
+    request: WriteRequest,
+    s3Key: string,
+    contentType: string,
+    metadata: Record<string, string>,
+    knownTotal: number | null,
+    hold: Hold,
+  ): Promise<number> {
+    const { objects } = this.ctx;
     if (knownTotal !== null) {
       // The SHA-256 is checked here (S3 is sent the CRC-64/NVME, the digest it keeps for the content).
       const body = exactBody(request.body, knownTotal, { sha256: request.sha256 });
       await objects.putObject(s3Key, body, knownTotal, contentType, { metadata, digests: request, whole: true });
-    } else {
-      // A chunked body without Content-Range: its length is known only at its end.
-      const counted = exactBody(request.body, PART_SIZE, { atMost: true, sha256: request.sha256 });
-      try {
-        await objects.putObjectOfUnknownLength(s3Key, counted, contentType, metadata);
-      } catch (error) {
-        if (error instanceof BodyLengthMismatch && error.overflow) throw wholeBodyTooLarge();
-        throw error;
-      }
+      return knownTotal;
     }
-    return { id, completedNow: true, completed: true };
+    // A chunked body without Content-Range: at most a part, and at most what is left of the quota.
+    const most = Math.min(PART_SIZE, hold.bytes ?? PART_SIZE);
+    const counted = exactBody(request.body, most, { atMost: true, sha256: request.sha256 });
+    try {
+      await objects.putObjectOfUnknownLength(s3Key, counted, contentType, metadata);
+    } catch (error) {
+      if (error instanceof BodyLengthMismatch && error.overflow)
+        throw most < PART_SIZE ? OwnerQuotas.bodyOverQuota(hold) : wholeBodyTooLarge();
+      throw error;
+    }
+    return counted.bytesSeen;
   }
 
   /** POST of a range: a new multipart content that exists only if its first range is stored. */
@@ -52,28 +77,35 @@ export class ContentCreation {
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
     const uploader = request.uploader ?? null;
-    const record = await timings.time('record', async () => {
-      const now = clock();
-      const uploadId = await objects.createMultipartUpload(s3Key, contentType, objectMetadata(request, now));
-      const created: UploadRecord = {
-        _id: id,
-        ownerId: request.ownerId,
-        total: range.total,
-        contentType,
-        s3Key,
-        uploadId,
-        uploader,
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + uploadTtlMs),
-      };
-      try {
-        await book.create(created);
-      } catch (error) {
-        await objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
+    // Held until the content completes or goes (UploadCompletion, UploadCleanup.discard).
+    const hold = await timings.time('record', () => this.ctx.quotas.admit(request.ownerId, range.total ?? 0, true));
+    const record = await timings
+      .time('record', async () => {
+        const now = clock();
+        const uploadId = await objects.createMultipartUpload(s3Key, contentType, objectMetadata(request, now));
+        const created: UploadRecord = {
+          _id: id,
+          ownerId: request.ownerId,
+          total: range.total,
+          contentType,
+          s3Key,
+          uploadId,
+          uploader,
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + uploadTtlMs),
+        };
+        try {
+          await book.create(created);
+        } catch (error) {
+          await objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
+          throw error;
+        }
+        return created;
+      })
+      .catch(async (error: unknown) => {
+        await hold.release();
         throw error;
-      }
-      return created;
-    });
+      });
     try {
       return await this.ranges.write(record, range, request.body, true, timings, request);
     } catch (error) {

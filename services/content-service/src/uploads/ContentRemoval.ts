@@ -29,9 +29,10 @@ export class ContentRemoval {
     for (let pause = 20; ; pause = Math.min(2 * pause, 250)) {
       const record = await book.find(id);
       if (!record || record.ownerId !== ownerId) {
-        if (!(await objects.head(key)))
-          throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+        const ready = await objects.head(key);
+        if (!ready) throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
         await objects.delete(key);
+        await this.ctx.quotas.deleted(ownerId, ready.contentLength);
         return;
       }
       const mark = await this.expiry.mark(record);

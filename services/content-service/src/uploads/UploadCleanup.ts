@@ -15,6 +15,7 @@ export class UploadCleanup {
     await objects.abortMultipartUpload(record.s3Key, record.uploadId);
     await objects.deletePrefix(stagingPrefix(record._id));
     await book.remove(record._id);
+    await this.ctx.quotas.discarded(record.ownerId, record.total ?? 0);
   }
 
   /** After a completion: the staged objects and the bookkeeping go, then the note that they must. */

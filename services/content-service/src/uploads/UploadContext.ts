@@ -7,6 +7,7 @@ import type { UploadBook } from '../store/UploadBook';
 import type { PartAssembler } from './PartAssembler';
 import type { StageTimings } from './StageTimings';
 import type { UploadMetrics } from './UploadMetrics';
+import type { OwnerQuotas } from '../quotas/OwnerQuotas';
 import type { Leases } from './WriteAdmission';
 
 import type { Clock } from '@cp/service-kit';
@@ -28,6 +29,8 @@ export interface UploadServiceDeps {
   logger: Logger;
   /** Counters for operators; a private registry when not given. */
   metrics?: UploadMetrics;
+  /** Per-owner quotas; none checked when not given. */
+  quotas?: OwnerQuotas;
 }
 
 /** What every unit of the upload machinery works with: the stores, the clock, the leases. */
@@ -38,6 +41,7 @@ export interface UploadContext {
   commits: BookCommits;
   logger: Logger;
   metrics: UploadMetrics;
+  quotas: OwnerQuotas;
   clock: Clock;
   leases: Leases;
   uploadTtlMs: number;

@@ -21,6 +21,7 @@ import { UploadMetrics } from './UploadMetrics';
 import { UploadStatus } from './UploadStatus';
 import { contentKey } from './ObjectKeys';
 import { admitWrite } from './WriteAdmission';
+import { OwnerQuotas } from '../quotas/OwnerQuotas';
 
 export type { Clock, UploadServiceDeps, UploadServiceOptions, WriteOutcome, WriteRequest } from './UploadContext';
 export { contentKey } from './ObjectKeys';
@@ -59,6 +60,7 @@ export class UploadService implements ExpiringUploads {
       commits: new BookCommits(deps.book),
       logger: deps.logger,
       metrics: this.metrics,
+      quotas: deps.quotas ?? new OwnerQuotas(null, deps.book, { bytes: null, uploads: null }, deps.logger),
       clock: options.clock ?? (() => new Date()),
       leases: { completionLeaseMs: options.completionLeaseMs, assemblyLeaseMs: options.assemblyLeaseMs },
       uploadTtlMs: options.uploadTtlMs,

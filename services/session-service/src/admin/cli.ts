@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { parseEnv, redisSettings, redisTarget } from '@cp/config';
 import { auditOperatorChange, createLogger } from '@cp/logging';
-import { closeRedis, connectRedis } from '@cp/redis';
+import { closeRedis, connectRedis, redisReady } from '@cp/redis';
 import { systemClock } from '@cp/service-kit';
 import { SessionService } from '../sessions/SessionService';
 import { SessionCache } from '@cp/session-cache';
@@ -57,14 +57,7 @@ async function main(argv: string[]): Promise<void> {
       `${process.env.CP_PREFIX || 'local'}-sessions`;
     const repo = new SessionRepository(mongo.db(database));
     // Tombstones in Redis stop replicas from answering from their cache; wait for it a moment.
-    const redisReady = await new Promise<boolean>((resolve) => {
-      if (redis.isReady) return resolve(true);
-      const timer = setTimeout(() => resolve(false), 3_000);
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
+    const ready = await redisReady(redis, 3_000);
     const ttl = Number(process.env.CACHE_TTL_SECONDS || 60);
     const sessions = new SessionService(
       repo,
@@ -76,7 +69,7 @@ async function main(argv: string[]): Promise<void> {
     );
     const revoked = await sessions.revokeUser(userId);
     process.stdout.write(`revoked ${revoked} session${revoked === 1 ? '' : 's'} of user ${userId}\n`);
-    if (!redisReady && revoked > 0) {
+    if (!ready && revoked > 0) {
       process.stderr.write(`sessions: Redis did not answer; replicas may accept cached sids for up to ${ttl} s more\n`);
     }
   } finally {
