@@ -3,6 +3,7 @@ import { names, type CertChallenge, type SessionPairAnswer } from './api';
 import { certificateDer, checkKeyPair, decryptEncryptedKey } from './EncryptedKey';
 import type { RetryPolicy } from './RetryPolicy';
 import type { Received, Sent, Transport } from './transport';
+import { NotRefreshableError } from './errors';
 
 /** How requests prove who sends them. */
 export type Credentials =
@@ -93,7 +94,11 @@ export class Session {
   private async rotate(signal?: AbortSignal): Promise<SessionPair> {
     const c = this.credentials;
     if (c.kind !== 'session' || !c.refreshToken || !c.apiKey)
-      throw new Error('refreshing needs a session with a refresh token and an api key');
+      throw new NotRefreshableError(
+        c.kind === 'bearer'
+          ? 'a Bearer token cannot be refreshed by this client; its issuer gives new ones'
+          : 'refreshing needs a session with a refresh token and an api key',
+      );
     // In headers, not the query string: query strings end up in access logs and proxies' histories.
     const res = await this.send({
       method: 'POST',

@@ -133,6 +133,11 @@ export class CredentialsFileError extends Error {
   override readonly name = 'CredentialsFileError';
 }
 
+/** A refresh asked of a client that holds no session to rotate (a Bearer token, or a session saved without its refresh token or api key). */
+export class NotRefreshableError extends Error {
+  override readonly name = 'NotRefreshableError';
+}
+
 /** Bytes that do not match what they should be: a download's length or SHA-256, a stream's announced size. */
 export class IntegrityError extends Error {
   override readonly name = 'IntegrityError';

@@ -15,6 +15,7 @@ export {
   ContentStateError,
   CredentialsFileError,
   IntegrityError,
+  NotRefreshableError,
   ReceiptError,
   RetriesExhaustedError,
   TransportError,

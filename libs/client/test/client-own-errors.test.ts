@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { ApiError, ContentClient, ContentStateError } from '../src';
+import { ApiError, ContentClient, ContentStateError, NotRefreshableError } from '../src';
 import { FakeContentApi } from './support/FakeContentApi';
 
 const PART = 64 * 1024;
@@ -50,6 +50,13 @@ describe('what the client finds out by itself', () => {
     });
     expect((error as ContentStateError).hint).toMatch(/new content/);
     expect(api.count('PUT')).toBe(0);
+  });
+
+  it('refuses to refresh a Bearer token with a NotRefreshableError, and sends nothing', async () => {
+    const error = await client.refresh().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotRefreshableError);
+    expect((error as Error).message).toMatch(/Bearer token cannot be refreshed/);
+    expect(api.count('POST')).toBe(0);
   });
 
   it('refuses to download a content still uploading with a ContentStateError', async () => {

@@ -199,6 +199,8 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
       error.message,
       'pass the certificate with --cert and its own private key with --key (PEM files, the key unencrypted)',
     );
+  if (error instanceof errors.NotRefreshableError)
+    return write(3, error.message, 'sign in with content login to get a session that can be refreshed');
   if (error instanceof errors.ReceiptError)
     return write(
       7,
