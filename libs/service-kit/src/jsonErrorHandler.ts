@@ -19,7 +19,10 @@ export interface JsonErrorHandlerOptions {
 export function jsonErrorHandler(logger: Logger, options: JsonErrorHandlerOptions): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const e = options.toServiceError(error);
-    if (e.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
+    // 501: something this deployment does not offer (receipts without a signing key), not a failure.
+    if (e.status === 501)
+      logger.info({ reqId: req.id, code: e.code }, 'request for what this deployment does not offer');
+    else if (e.status >= 500) logger.error({ reqId: req.id, err: error }, 'request failed');
     if (res.headersSent || req.socket.destroyed) {
       res.destroy();
       return;
