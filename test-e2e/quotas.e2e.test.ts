@@ -122,6 +122,35 @@ describe('per-owner quotas', () => {
     expect((await post(owner, token, 50_000)).status).toBe(403);
   });
 
+  it('holds the total of an upload begun without one when a write names it, refusing that write if it does not fit', async () => {
+    const owner = newOwner();
+    const token = await tokenFor([owner]);
+    expect((await post(owner, token, 600_000)).status).toBe(201);
+    const begun = await send(url(owner), token, {
+      method: 'POST',
+      body: randomBytes(10),
+      headers: { 'content-range': 'bytes 0-9/*' },
+    });
+    expect(begun.status).toBe(201);
+    const id = begun.body.id as string;
+    const put = (total: number) =>
+      send(url(owner, id), token, {
+        method: 'PUT',
+        body: randomBytes(10),
+        headers: { 'content-range': rangeOf(10, 20, total) },
+      });
+    const refused = await put(500_000);
+    expect(refused.status).toBe(403);
+    expect(refused.body.id).toBe('urn:error:contents:storageQuotaExceeded');
+    // The refusal named nothing: another total is still free to be named, and it is held from then on.
+    expect((await put(400_000)).status).toBeLessThan(300);
+    expect((await put(400_000)).status).toBeLessThan(300); // naming it again holds nothing more
+    expect((await post(owner, token, 100_000)).status).toBe(403);
+    expect((await post(owner, token, 40_000)).status).toBe(201);
+    expect((await send(url(owner, id), token, { method: 'DELETE' })).status).toBe(204);
+    expect((await post(owner, token, 400_000)).status).toBe(201);
+  });
+
   it('refuses an unfinished upload past the quota of uploads at once, and takes one again once one completes', async () => {
     const owner = newOwner();
     const token = await tokenFor([owner]);

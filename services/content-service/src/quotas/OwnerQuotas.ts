@@ -29,7 +29,7 @@ const NO_HOLD: Hold = { bytes: null, stored: async () => undefined, release: asy
  *
  * Counting after S3's answer is not atomic with it: a process that dies in between leaves the
  * counters off, which the reconciliation (`pnpm admin quota show|reconcile`) puts right from S3.
- * A multipart upload that names its total only after its first request is counted when it completes.
+ * A multipart upload begun without its total holds it from the write that names it (RangeWriter).
  */
 export class OwnerQuotas {
   constructor(

@@ -100,6 +100,8 @@ export interface UploadState {
    * bytes that it must see the content completed, waiting for assemblies still running.
    */
   covered?: Record<string, true>;
+  /** Bytes held against the owner's storage quota by the write that named the total (the record had none). */
+  held?: number | null;
   /** Set when the sweeper has decided to remove the upload (expired): writes are refused from then on. */
   expiring?: Date | null;
   /** The version this state was read as (0: the upload has no bookkeeping). */

@@ -3,8 +3,8 @@ import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
 import { isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
-import type { UploadRecord } from '../store/UploadBook';
-import { emptyUploadState, type Piece } from '../store/UploadBook';
+import { emptyUploadState, type Piece, type UploadRecord, type UploadState } from '../store/UploadBook';
+import type { Hold } from '../quotas/OwnerQuotas';
 import type { ByteRange } from './ByteRanges';
 import { ClaimHeartbeat } from './ClaimHeartbeat';
 import { exactBody } from './exactBody';
@@ -46,16 +46,35 @@ export class RangeWriter {
     timings: StageTimings,
     digests: BodyChecksum = {},
   ): Promise<WriteOutcome> {
-    const { sha256 = null, crc64nvme = null } = digests;
-    const { commits, clock, leases, book, objects } = this.ctx;
-    const id = record._id;
-    const wanted: ByteRange = { a: range.start, b: range.end };
-
+    // A part assembled in this process after its request answered: a write to it waits for that.
+    await this.completion.settleAssemblies(record._id, partsTouched({ a: range.start, b: range.end }));
     // The total decides whether a short range on a part boundary is the final part; it is looked up
     // only when the record does not have it. Everything is checked again in the commit.
-    // A part assembled in this process after its request answered: a write to it waits for that.
-    await this.completion.settleAssemblies(id, partsTouched(wanted));
-    const known = record.total === null ? await timings.time('commit', () => book.state(id)) : null;
+    const known = record.total === null ? await timings.time('commit', () => this.ctx.book.state(record._id)) : null;
+    if (known?.total !== null || range.total === null)
+      return this.writeRange(record, range, body, isNew, timings, digests, known, null);
+    // The write that names the total of an upload created without one holds it against the owner's
+    // quota before its bytes are stored; the hold stays with the upload only if it is the one that names it.
+    const naming = { hold: await this.ctx.quotas.admit(record.ownerId, range.total, false), named: false };
+    return this.writeRange(record, range, body, isNew, timings, digests, known, naming).finally(
+      () => naming.named || naming.hold.release(),
+    );
+  }
+
+  private async writeRange(
+    record: UploadRecord,
+    range: ContentRange,
+    body: Readable,
+    isNew: boolean,
+    timings: StageTimings,
+    digests: BodyChecksum,
+    known: UploadState | null,
+    naming: Naming | null,
+  ): Promise<WriteOutcome> {
+    const { sha256 = null, crc64nvme = null } = digests;
+    const { commits, clock, leases, objects } = this.ctx;
+    const id = record._id;
+    const wanted: ByteRange = { a: range.start, b: range.end };
     const total = settleTotal(record, known ?? emptyUploadState(id), range);
     const k = PartGrid.alignedPartNumber(wanted.a, wanted.b, total);
     // An S3 part write cannot be undone: before it, the part is claimed in a commit (checked
@@ -95,7 +114,7 @@ export class RangeWriter {
         this.store(record, wanted, k, body, { sha256, crc64nvme }, heartbeat?.signal),
       );
       heartbeat?.check();
-      work = await this.record(record, range, stored, k, writer, isNew, timings);
+      work = await this.record(record, range, stored, k, writer, isNew, timings, naming);
     } catch (error) {
       await heartbeat?.stop();
       if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
@@ -158,6 +177,7 @@ export class RangeWriter {
     writer: string,
     isNew: boolean,
     timings: StageTimings,
+    naming: Naming | null,
   ): Promise<Work> {
     const { commits, clock, leases } = this.ctx;
     const { piece, etag } = stored;
@@ -209,6 +229,8 @@ export class RangeWriter {
         }
         if (k !== null) state.parts[partKey(k)] = { etag: etag!, size: wanted.b - wanted.a + 1 };
         const namesTotal = total !== null && record.total === null && state.total === null;
+        if (naming) naming.named = namesTotal;
+        if (namesTotal && naming?.hold.bytes != null) state.held = total;
         if (record.total === null) state.total = total;
         if (advancesLastByte(state, total, wanted.b)) state.lastByte = wanted.b;
         // Naming the total may have made the final part complete, whoever sent its bytes.
@@ -272,3 +294,6 @@ export class RangeWriter {
  */
 const failedByRemoval = (error: unknown): boolean =>
   isNotFound(error) || isS3Unavailable(error) || (error instanceof ServiceError && error.status >= 500);
+
+/** A write naming an upload's total: its hold on the owner's quota, and whether its commit named the total. */
+type Naming = { hold: Hold; named: boolean };

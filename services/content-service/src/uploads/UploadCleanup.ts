@@ -11,11 +11,13 @@ export class UploadCleanup {
    * record and bookkeeping (which, when the content expired, keep refusing late writes until then).
    */
   async discard(record: UploadRecord): Promise<void> {
-    const { objects, book } = this.ctx;
+    const { objects, book, quotas } = this.ctx;
+    // What the upload holds of its owner's quota: its total, or what the write that named it held.
+    const held = record.total ?? (quotas.enabled ? ((await book.state(record._id)).held ?? 0) : 0);
     await objects.abortMultipartUpload(record.s3Key, record.uploadId);
     await objects.deletePrefix(stagingPrefix(record._id));
     await book.remove(record._id);
-    await this.ctx.quotas.discarded(record.ownerId, record.total ?? 0);
+    await quotas.discarded(record.ownerId, held);
   }
 
   /** After a completion: the staged objects and the bookkeeping go, then the note that they must. */

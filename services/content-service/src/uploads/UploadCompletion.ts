@@ -239,7 +239,7 @@ export class UploadCompletion {
         if (!mine(view.state)) throw claimLost('the completion');
       });
       metrics.completed.inc();
-      await this.ctx.quotas.completed(record.ownerId, record.total ?? 0, total);
+      await this.ctx.quotas.completed(record.ownerId, record.total ?? state.held ?? 0, total);
     } catch (error) {
       await heartbeat.stop();
       await commits
