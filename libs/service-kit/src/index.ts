@@ -3,6 +3,7 @@ export { ServiceMetrics } from './ServiceMetrics';
 export { healthRoutes, livenessRoute, type ReadinessCheck } from './healthRoutes';
 export { BODY_SOCKET_HIGH_WATER_MARK, runServer, type RunServerOptions, type RunningServer } from './runServer';
 export { coalesceWrites } from './coalescedWrites';
+export { closeAfterAnswer } from './lingerAfterAnswer';
 export { accessLog } from './accessLog';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';
 export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';

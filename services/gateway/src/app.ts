@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
-import { coalesceWrites, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import { closeAfterAnswer, coalesceWrites, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { upstreamFor, type Upstream } from './http/routes';
@@ -129,6 +129,6 @@ function answerUpstreamFailure(
     ? new EdgeRefusal('upstreamTimeout', `the ${upstream} service did not answer in time`)
     : new EdgeRefusal('serviceUnavailable', `the ${upstream} service is unavailable; retry later`);
   res.setHeader('Retry-After', '5');
-  if (!req.complete) res.setHeader('Connection', 'close');
+  if (!req.complete) closeAfterAnswer(req, res);
   sendGatewayError(res, upstream, failure, req.id);
 }

@@ -9,7 +9,7 @@ import {
   RangeSyntaxError,
   type ContentRange,
 } from '@cp/protocol';
-import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
+import { closeAfterAnswer, isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { upstreamFor, type Upstream } from './routes';
 import { sendGatewayError } from './upstreamErrorBody';
 
@@ -163,7 +163,7 @@ function contentRefusal(req: Request): EdgeRefusal | null {
 
 /**
  * Runs the head checks first thing. A refused request is answered with Connection: close (its body,
- * if any, is never read); an accepted `Expect: 100-continue` gets its 100 Continue here, and the
+ * if any, is never passed on: it is read and dropped for a bounded time, see closeAfterAnswer); an accepted `Expect: 100-continue` gets its 100 Continue here, and the
  * Expect header is not passed upstream (the body is already on its way).
  */
 export function edgeChecks(): RequestHandler {
@@ -183,6 +183,6 @@ export function edgeChecks(): RequestHandler {
 
 export function sendRefusal(req: Request, res: Response, refusal: EdgeRefusal): void {
   const upstream: Upstream | null = upstreamFor(req.path);
-  res.setHeader('Connection', 'close');
+  closeAfterAnswer(req, res);
   sendGatewayError(res, upstream, refusal, req.id);
 }
