@@ -4,8 +4,11 @@ import { auditOutcome, type AuditLog, type AuditRecord } from '@cp/logging';
 /** What a service says of a request for its audit record; the rest is the request's own. */
 export type Described = Omit<AuditRecord, 'outcome' | 'from' | 'requestId' | 'status'>;
 
-/** The client's address as the request came: the X-Forwarded-For chain the gateway keeps, else the peer. */
-export function clientAddress(req: Request): string | null {
+/**
+ * Where the request came from, for the audit record: the whole X-Forwarded-For chain the gateway
+ * keeps (each hop as it claimed), else the peer; not the one address a trusted hop saw (@cp/rate-limit's clientAddress).
+ */
+export function forwardedChain(req: Request): string | null {
   const forwarded = req.headers['x-forwarded-for'];
   const chain = Array.isArray(forwarded) ? forwarded.join(',') : forwarded;
   return (chain ? chain.slice(0, 256) : req.socket.remoteAddress) ?? null;
@@ -28,7 +31,7 @@ export function audited(audit: AuditLog, describe: (req: Request, res: Response)
           ...described,
           outcome: auditOutcome(res.statusCode, aborted),
           status: res.statusCode,
-          from: clientAddress(req),
+          from: forwardedChain(req),
           requestId: req.id ?? null,
         });
     };

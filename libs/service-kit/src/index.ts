@@ -23,4 +23,4 @@ export {
 export { connectMongo, type MongoConnection } from './connectMongo';
 export { InternalClient, type InternalAnswer, type InternalClientOptions } from './InternalClient';
 export { systemClock, type Clock } from './Clock';
-export { audited, clientAddress, type Described } from './audited';
+export { audited, forwardedChain, type Described } from './audited';
