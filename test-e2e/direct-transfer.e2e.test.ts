@@ -1,16 +1,19 @@
 // Direct transfer through the gateway (on in the test stack, off in a content-service of its own):
 // parts sent straight to S3 with presigned URLs count as parts sent through the service, and
 // downloads that prefer it are redirected to S3; the CLI's --direct, with its fallback.
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { call, P, postPart, putPart, rangeOf, sha256, type Answer } from './support/http';
 import { cli } from './support/contentCli';
 import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
 import { testStack, tokenFor } from './support/stack';
 
 const MiB = 1024 * 1024;
+const run = promisify(execFile);
 const b64sha256 = (b: Buffer) => createHash('sha256').update(b).digest('base64');
 
 interface Target {
@@ -124,6 +127,18 @@ describe('direct transfer', () => {
     const answers = await Promise.all([sendDirect(id, data, 2)]);
     expect(answers[0]!.status).toBe(201);
     expect(answers[0]!.json()).toEqual({ id, content: { id }, 'is-completed': true });
+    // Audited as a completing PUT is: one content.complete, by the request that recorded the part.
+    const deadline = Date.now() + 5_000;
+    let completions: unknown[] = [];
+    while (completions.length === 0 && Date.now() < deadline) {
+      completions = readFileSync(testStack().auditFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { event: string; content?: string })
+        .filter((e) => e.event === 'content.complete' && e.content === id);
+      if (completions.length === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(completions).toHaveLength(1);
     const again = await askParts(id, [{ part: 2 }]);
     expect(again.status).toBe(409);
     expect((again.json() as { id: string }).id).toBe('urn:error:contents:contentAlreadyComplete');
@@ -159,6 +174,23 @@ describe('direct transfer', () => {
     // The URL is signed for that Range: another one is refused by S3.
     const other = await fetch(ranged.headers.get('location')!, { headers: { range: 'bytes=0-9' } });
     expect(other.status).toBe(403);
+    // As the docs show it: curl -L follows the 307 with the same Range.
+    const out = join(dir, 'curl-range.bin');
+    await run('curl', [
+      '-s',
+      '-f',
+      '-L',
+      contentUrl(id),
+      '-H',
+      `Authorization: Bearer ${token}`,
+      '-H',
+      'Prefer: redirect',
+      '-H',
+      `Range: ${range}`,
+      '-o',
+      out,
+    ]);
+    expect(readFileSync(out)).toEqual(data.subarray(P - 5, P + 5));
     // Without Prefer: served as before.
     const plain = await call(contentUrl(id), { headers: { range }, token });
     expect(plain.status).toBe(206);
@@ -247,8 +279,12 @@ describe('direct transfer', () => {
       const created = await postPart(owner, token, data.subarray(0, P), rangeOf(0, P, total));
       const { id } = created.json() as { id: string };
       expect((await sendDirect(id, data, 3)).status).toBe(200);
+      const head = await call(contentUrl(id), { method: 'HEAD', token });
+      expect(head.headers.get('x-received-ranges')).toBe(`0-${P - 1},${2 * P}-${3 * P - 1}`);
+      const before = await metric();
       const up = await cli(['upload', file, '--resume', id, '--direct', ...base()], { env: env() });
       expect(up.code).toBe(0);
+      expect(await metric()).toBe(before + 2); // parts 2 and 4 only, straight to S3
       const back = await call(contentUrl(id), { token });
       expect(sha256(back.body)).toBe(sha256(data));
     });
