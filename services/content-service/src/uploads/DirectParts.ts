@@ -58,14 +58,18 @@ export class DirectParts {
    * write claim, then committed as a streamed aligned part is; the request that records the
    * content's last part completes it (`completedNow`: its 201).
    */
-  async confirm(ownerId: string, contentId: string, k: number, etag: string, timings = new StageTimings()) {
+  async confirm(
+    ownerId: string,
+    contentId: string,
+    k: number,
+    etag: string,
+    timings = new StageTimings(),
+  ): Promise<WriteOutcome> {
     this.requirePresigner();
     const { record, total } = await this.upload(ownerId, contentId);
     const { start, end } = partOf(k, total);
     const range: ContentRange = { start, end, total };
-    const part = { etag: `"${unquote(etag)}"` };
-    const outcome: WriteOutcome = await this.ranges.write(record, range, part, false, timings);
-    return outcome;
+    return this.ranges.write(record, range, { etag: `"${unquote(etag)}"` }, false, timings);
   }
 
   private requirePresigner(): Presigner {
