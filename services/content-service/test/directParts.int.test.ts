@@ -131,6 +131,63 @@ describe('direct parts', () => {
     });
   });
 
+  it('completes exactly once, 5 times over, when three confirmations of the last part race on two services', async () => {
+    const other = service(300);
+    const head = Buffer.alloc(P, 3);
+    for (let round = 0; round < 5; round++) {
+      const created = await direct.write({
+        ownerId: owner,
+        contentId: null,
+        range: { start: 0, end: P - 1, total: P + 10 },
+        declaredLength: P,
+        contentType: null,
+        body: Readable.from([head]),
+      });
+      const [target] = await direct.direct.targets(owner, created.id, [{ part: 2 }]);
+      const etag = (await send(target!, Buffer.alloc(10, round))).headers.get('etag')!;
+      const outcomes = await Promise.allSettled([
+        direct.direct.confirm(owner, created.id, 2, etag),
+        other.direct.confirm(owner, created.id, 2, etag),
+        other.direct.confirm(owner, created.id, 2, etag),
+      ]);
+      expect(outcomes.filter((o) => o.status === 'fulfilled' && o.value.completedNow)).toHaveLength(1);
+      for (const o of outcomes)
+        if (o.status === 'rejected')
+          expect(['partWriting', 'contentCompleting', 'contentAlreadyComplete', 'contentBusy']).toContain(
+            (o.reason as ServiceError).code,
+          );
+      expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total: P + 10 });
+    }
+  });
+
+  it('still guards completion when a URL is used again after its part was recorded: the part is dropped and sent again', async () => {
+    const total = 2 * P + 10;
+    const id = await created(total, Buffer.alloc(10, 1));
+    const record = (await stores.book.find(id))!;
+    const [target] = await direct.direct.targets(owner, id, [{ part: 1 }]);
+    const first = Buffer.alloc(P, 8);
+    const sent = await send(target!, first);
+    expect((await direct.direct.confirm(owner, id, 1, sent.headers.get('etag')!)).completedNow).toBe(false);
+    // The same URL, still valid, writes other bytes into part 1 after it was recorded.
+    expect((await send(target!, Buffer.alloc(P, 9))).status).toBe(200);
+    const last = await direct.write({
+      ownerId: owner,
+      contentId: id,
+      range: { start: P, end: 2 * P - 1, total },
+      declaredLength: P,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(P, 2)]),
+    });
+    expect(last.completedNow).toBe(false);
+    expect(await direct.status.received(record)).toEqual({ total, ranges: [{ a: P, b: total - 1 }] });
+    const again = await send((await direct.direct.targets(owner, id, [{ part: 1 }]))[0]!, first);
+    expect((await direct.direct.confirm(owner, id, 1, again.headers.get('etag')!)).completedNow).toBe(true);
+    const stored = await stores.objects.getRange(contentKey(owner, id), P - 2, P + 1);
+    const chunks: Buffer[] = [];
+    for await (const c of stored.body) chunks.push(c as Buffer);
+    expect(Buffer.concat(chunks)).toEqual(Buffer.from([8, 8, 2, 2]));
+  });
+
   it('refuses another owner (404), an unknown total (409) and a part the content does not have (400); disabled: 501', async () => {
     const id = await created(P + 10, Buffer.alloc(10, 1));
     await expect(
