@@ -167,7 +167,7 @@ export class ContentClient {
         this.api.call({
           method: 'GET',
           url: this.api.url(`/v1/${opts.owner}/contents/${id}`),
-          headers: prefer ? { prefer: 'redirect' } : {},
+          headers: prefer ? { [names.prefer]: 'redirect' } : {},
           headersFor: () => {
             written();
             return { [names.range]: formatRange(from, c.end) };

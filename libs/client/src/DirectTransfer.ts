@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream';
 import { PART_SIZE } from '#protocol';
+import type { DirectPartTargets } from './api';
 import { header, type ApiCalls } from './ApiCalls';
 import { ApiError, TransportError } from './errors';
 import type { SourcePart } from './PartSources';
@@ -7,14 +8,6 @@ import type { Received } from './transport';
 
 /** How often a part sent straight to S3 is tried (each time with a new URL) before the error stands. */
 const DIRECT_ATTEMPTS = 3;
-
-/** A presigned request as `POST .../direct-parts` answers it. */
-interface DirectTarget {
-  part: number;
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-}
 
 /**
  * Direct transfer, where the service offers it: 64 MiB grid parts go straight to S3 with presigned
@@ -39,10 +32,10 @@ export class DirectTransfer {
     const k = p.start / PART_SIZE + 1;
     const path = `/v1/${owner}/contents/${id}/direct-parts`;
     for (let attempt = 1; ; attempt++) {
-      let target: DirectTarget;
+      let target: DirectPartTargets['parts'][number];
       try {
         const res = await this.json('POST', path, { parts: [{ part: k, sha256: sha256.toString('base64') }] }, signal);
-        target = (JSON.parse(res.text) as { parts: DirectTarget[] }).parts[0]!;
+        target = (JSON.parse(res.text) as DirectPartTargets).parts[0]!;
       } catch (error) {
         if (error instanceof ApiError && (error.code === 'directTransferDisabled' || error.code === 'routeNotFound')) {
           this.off = true;
