@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { call, P, postPart, putPart, rangeOf, sha256, type Answer } from './support/http';
 import { cli } from './support/contentCli';
+import { closedPort } from './support/proxies';
 import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
 import { testStack, tokenFor } from './support/stack';
 
@@ -30,6 +31,7 @@ describe('direct transfer', () => {
   let token: string;
   const started: ServiceHandle[] = [];
   let offGateway: string;
+  let unreachableGateway: string;
 
   beforeAll(async () => {
     token = await tokenFor([owner]);
@@ -51,6 +53,27 @@ describe('direct transfer', () => {
     });
     started.push(gateway);
     offGateway = gateway.url;
+    // URLs naming an S3 address nobody answers on: as for a client that cannot reach S3.
+    const unreachable = await startService('content-service', {
+      env: contentReplicaEnv({
+        DIRECT_TRANSFER: 'on',
+        DIRECT_S3_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+        LOG_LEVEL: 'warn',
+      }),
+      logDir,
+    });
+    started.push(unreachable);
+    const front = await startService('gateway', {
+      logDir,
+      env: {
+        LOG_LEVEL: 'warn',
+        CONTENT_SERVICE_URL: unreachable.url,
+        AUTH_SERVICE_URL: stack.services['auth-service']!.url,
+        SESSION_SERVICE_URL: stack.services['session-service']!.url,
+      },
+    });
+    started.push(front);
+    unreachableGateway = front.url;
   });
 
   afterAll(async () => {
@@ -287,6 +310,20 @@ describe('direct transfer', () => {
       expect(await metric()).toBe(before + 2); // parts 2 and 4 only, straight to S3
       const back = await call(contentUrl(id), { token });
       expect(sha256(back.body)).toBe(sha256(data));
+    });
+
+    it('falls back to the service when S3 cannot be reached at the address the URLs name', async () => {
+      const data = randomBytes(2 * P + 5);
+      const file = join(dir, 'unreachable.bin');
+      writeFileSync(file, data);
+      const up = await cli(['upload', file, '--direct', ...base(unreachableGateway)], { env: env() });
+      expect(up.stderr).toBe('');
+      expect(up.code).toBe(0);
+      const { id } = JSON.parse(up.stdout) as { id: string };
+      const out = join(dir, 'unreachable-back.bin');
+      const down = await cli(['download', id, out, '--direct', ...base(unreachableGateway)], { env: env() });
+      expect(down.code).toBe(0);
+      expect(sha256(readFileSync(out))).toBe(sha256(data));
     });
 
     it('falls back to the service where direct transfer is off', async () => {

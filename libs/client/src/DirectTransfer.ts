@@ -2,11 +2,11 @@ import type { Writable } from 'node:stream';
 import { PART_SIZE } from '#protocol';
 import type { DirectPartTargets } from './api';
 import { header, type ApiCalls } from './ApiCalls';
-import { ApiError, TransportError } from './errors';
+import { ApiError } from './errors';
 import type { SourcePart } from './PartSources';
 import type { Received } from './transport';
 
-/** How often a part sent straight to S3 is tried (each time with a new URL) before the error stands. */
+/** How often a part is sent to S3 (each time with a new URL) before it goes through the service. */
 const DIRECT_ATTEMPTS = 3;
 
 /**
@@ -24,7 +24,7 @@ export class DirectTransfer {
   /**
    * Sends part `p` of content `id` straight to S3 and has the service record it; false when it
    * must go through the service instead (not a grid part, direct transfer not offered, total not
-   * known yet). The service's 201 (this part completed the content) or its 409 for a content
+   * known yet, or S3 did not take the part in DIRECT_ATTEMPTS tries: then no later part tries it). The service's 201 (this part completed the content) or its 409 for a content
    * already complete both end here: the caller checks the content's state afterwards.
    */
   async sendPart(owner: string, id: string, p: SourcePart, sha256: Buffer, signal?: AbortSignal): Promise<boolean> {
@@ -44,6 +44,7 @@ export class DirectTransfer {
         if (error instanceof ApiError && error.code === 'totalUnknown') return false;
         throw error;
       }
+      let etag: string | undefined;
       try {
         const sent = await this.api.transport.send({
           method: target.method,
@@ -53,18 +54,25 @@ export class DirectTransfer {
           contentLength: p.length,
           signal,
         });
-        const etag = header(sent, 'etag');
-        if (!etag) throw new TransportError(`S3 answered part ${k} without an ETag`);
+        etag = header(sent, 'etag');
+      } catch (error) {
+        if (signal?.aborted) throw error;
+      }
+      if (etag === undefined) {
+        // S3 did not take it (unreachable, a refusal such as an expired URL, a broken connection):
+        // again with a new URL; after the last try, this part and the rest go through the service.
+        if (attempt < DIRECT_ATTEMPTS) continue;
+        this.off = true;
+        return false;
+      }
+      try {
         await this.json('POST', `${path}/${k}`, { etag }, signal);
         return true;
       } catch (error) {
         if (error instanceof ApiError && error.code === 'contentAlreadyComplete') return true;
-        // A broken connection, S3's refusal (an expired URL) or failure, a part S3 does not hold as sent: again.
-        const again =
-          error instanceof TransportError ||
-          (error instanceof ApiError &&
-            (error.code === 'directPartMissing' || error.status === 403 || error.status >= 500));
-        if (signal?.aborted || !again || attempt === DIRECT_ATTEMPTS) throw error;
+        // S3 does not hold the part as sent (overwritten meanwhile): send it again.
+        if (error instanceof ApiError && error.code === 'directPartMissing' && attempt < DIRECT_ATTEMPTS) continue;
+        throw error;
       }
     }
   }
