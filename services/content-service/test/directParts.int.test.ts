@@ -196,6 +196,16 @@ describe('direct parts', () => {
       code: 'contentNotFound',
     });
     await expect(direct.direct.targets(owner, id, [{ part: 3 }])).rejects.toMatchObject({ code: 'invalidDirectParts' });
+    // A part that holds a range sent in pieces through the service: refused before any byte travels.
+    await direct.write({
+      ownerId: owner,
+      contentId: id,
+      range: { start: 0, end: 9, total: P + 10 },
+      declaredLength: 10,
+      contentType: null,
+      body: Readable.from([Buffer.alloc(10)]),
+    });
+    await expect(direct.direct.targets(owner, id, [{ part: 1 }])).rejects.toMatchObject({ code: 'rangeOverlap' });
     const open = await direct.write({
       ownerId: owner,
       contentId: null,

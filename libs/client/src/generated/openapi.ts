@@ -1333,7 +1333,7 @@ export interface operations {
       401: components['responses']['Unauthorized'];
       403: components['responses']['Forbidden'];
       404: components['responses']['NotFound'];
-      /** @description `contentAlreadyComplete`: the content is ready and takes no more parts; `totalUnknown`: no request has named the total yet. */
+      /** @description `contentAlreadyComplete`: the content is ready and takes no more parts; `totalUnknown`: no request has named the total yet; `rangeOverlap`: the part holds ranges sent through the service in pieces. */
       409: {
         headers: {
           [name: string]: unknown;

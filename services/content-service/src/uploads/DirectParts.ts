@@ -3,6 +3,7 @@ import type { ContentRange } from '@cp/protocol';
 import { unquote } from '../store/ObjectStore';
 import type { PresignedRequest, Presigner } from '../store/Presigner';
 import type { UploadRecord } from '../store/UploadBook';
+import { classifyRange } from './ByteRanges';
 import { contentKey } from './ObjectKeys';
 import { PartGrid } from './PartGrid';
 import type { RangeWriter } from './RangeWriter';
@@ -47,6 +48,13 @@ export class DirectParts {
     const out: DirectPartTarget[] = [];
     for (const { part, sha256 } of parts) {
       const { start, end } = partOf(part, total);
+      // A part that holds ranges sent in pieces could not be recorded whole: said before its bytes travel.
+      const held = await this.ctx.book.part(contentId, part);
+      if (classifyRange({ a: start, b: end }, held.pieces) === 'overlap')
+        throw ServiceError.of(
+          'rangeOverlap',
+          `part ${part} already holds ranges sent through the service; send its missing bytes the same way`,
+        );
       const request = await presigner.uploadPart(record.s3Key, record.uploadId, part, end - start + 1, sha256);
       out.push({ part, ...request });
     }
