@@ -18,7 +18,7 @@ const CLIENT_TIMEOUT_MS = 120_000;
 
 /** `--clients a,b` of a benchmark: the clients it runs, in order (default: all of CLIENTS). */
 function clientsArg(args) {
-  const asked = args.clients?.[0] ? args.clients[0].split(',') : CLIENTS;
+  const asked = args.clients ? String(args.clients).split(',') : CLIENTS;
   for (const c of asked) if (!CLIENTS.includes(c)) throw new Error(`unknown client ${c}; one of ${CLIENTS.join(',')}`);
   return asked;
 }

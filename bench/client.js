@@ -1,6 +1,7 @@
 // The `content` CLI uploading 1 GiB through the gateway versus an `aws s3 cp`-style multipart
 // upload with @aws-sdk/lib-storage straight to the same S3 server, each as its own process:
-// MB/s and each client's peak RSS.   pnpm bench client [--gib 1]
+// MB/s and each client's peak RSS; then `content upload --direct` (direct transfer is on in the
+// bench's stack), the same way.   pnpm bench client [--gib 1]
 const { spawn } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
 const { mkdtempSync, openSync, writeSync, closeSync, readFileSync, rmSync } = require('node:fs');
@@ -76,6 +77,14 @@ async function main() {
       `lib-storage straight S3: ${mbps(total, direct.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${direct.peakMiB.toFixed(0)} MiB`,
     );
     console.log(`ratio CLI / direct: ${(direct.seconds / viaCli.seconds).toFixed(2)}`);
+    const cliDirect = await measured(
+      process.execPath,
+      [cli, 'upload', file, '--direct', '--owner', owner, '--url', stack.gatewayUrl, '--parallel', '4', '--json'],
+      { CONTENT_TOKEN: token },
+    );
+    console.log(
+      `content CLI --direct:    ${mbps(total, cliDirect.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${cliDirect.peakMiB.toFixed(0)} MiB   ratio to lib-storage ${(direct.seconds / cliDirect.seconds).toFixed(2)}`,
+    );
   } finally {
     await stack.stop();
     await purgeStackData(stack.prefix, stack.backing);

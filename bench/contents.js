@@ -5,8 +5,9 @@
 // downloads (and curl's uploads) through the gateway against the same client straight to S3,
 // --client-rounds rounds alternating which goes first, with the gateway's and the content-service's
 // CPU-s per GiB.
+// Last, the direct path (bench/_direct.js) against the S3 SDK, --direct-rounds rounds.
 //   pnpm bench contents [--gib 1] [--in-flight 4] [--digest-rounds 2] [--clients node,curl,reader16k]
-//                       [--client-rounds 2]
+//                       [--client-rounds 2] [--direct-rounds 2]
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -35,6 +36,7 @@ const {
 } = require('./_support');
 const { purgeStackData } = require('../tools/devstack/purge');
 const { clientsArg, curlGet, curlPut, smallReadsGet } = require('./_clients');
+const { directRounds } = require('./_direct');
 
 const args = benchArgs();
 const GIB = Number(args.gib ?? 1);
@@ -43,6 +45,7 @@ const P = 64 * MiB;
 const DIGEST_ROUNDS = Number(args['digest-rounds'] ?? 2);
 const CLIENTS = clientsArg(args);
 const CLIENT_ROUNDS = Number(args['client-rounds'] ?? 2);
+const DIRECT_ROUNDS = Number(args['direct-rounds'] ?? 2);
 
 async function main() {
   ensureBackingServers();
@@ -280,6 +283,8 @@ async function main() {
         }
       }
     }
+    const common = { api, auth, part, total, P, concurrency: IN_FLIGHT, s3, Bucket };
+    if (DIRECT_ROUNDS > 0) await directRounds({ ...common, rounds: DIRECT_ROUNDS });
   } finally {
     fs.rmSync(partFile, { force: true });
     await stack.stop();

@@ -145,6 +145,41 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     );
   });
 
+  it('DirectParts, DirectPartSent (direct transfer): 200, 201, 400, 401, 403, 404, 409; Download 307', async () => {
+    const json = (url: string, body: unknown, auth?: string) =>
+      call(url, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+        token: auth,
+      });
+    const got = await conforming(async () => {
+      const { id } = (await postPart(owner, token, randomBytes(10), `bytes ${P}-${P + 9}/${P + 10}`)).json() as {
+        id: string;
+      };
+      const parts = `${contentsUrl(owner, id)}/direct-parts`;
+      await json(`${contentsUrl(owner, randomUUID())}/direct-parts`, { parts: [{ part: 1 }] }, token);
+      await json(parts, { parts: [{ part: 1 }] });
+      await json(parts, { parts: [{ part: 1 }] }, otherToken);
+      await json(parts, { parts: [{ part: 0 }] }, token);
+      await json(`${parts}/1`, { etag: '"00000000000000000000000000000000"' }, token);
+      const asked = await json(parts, { parts: [{ part: 1 }] }, token);
+      const [target] = (asked.json() as { parts: { url: string; headers: Record<string, string> }[] }).parts;
+      const sent = await fetch(target!.url, { method: 'PUT', body: randomBytes(P), headers: target!.headers });
+      await json(`${parts}/1`, { etag: sent.headers.get('etag') }, token);
+      await call(contentsUrl(owner, id), { headers: { prefer: 'redirect' }, token, redirect: 'manual' });
+      await json(parts, { parts: [{ part: 1 }] }, token);
+    });
+    expect(new Set(got)).toEqual(
+      new Set([
+        'Upload 201',
+        'Download 307',
+        ...[200, 400, 401, 403, 404, 409].map((s) => `DirectParts ${s}`),
+        ...[201, 409].map((s) => `DirectPartSent ${s}`),
+      ]),
+    );
+  });
+
   it('Receipt (GET .../receipt): 200, 400, 401, 403, 404, 409', async () => {
     const receipt = (id: string, auth?: string) => call(`${contentsUrl(owner, id)}/receipt`, { token: auth });
     const got = await conforming(async () => {
@@ -307,6 +342,8 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     'Download',
     'UploadStatus',
     'Receipt',
+    'DirectParts',
+    'DirectPartSent',
     'ListContents',
     'DeleteContent',
     'AuthenticateByCert',
@@ -327,6 +364,9 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     await call(`${v1}/${id}`, { headers: auth });
     await call(`${v1}/${id}`, { method: 'HEAD', headers: auth });
     await call(`${v1}/${id}/receipt`, { headers: auth });
+    const json = { ...auth, 'content-type': 'application/json' };
+    await call(`${v1}/${id}/direct-parts`, { method: 'POST', body: '{"parts":[{"part":1}]}', headers: json });
+    await call(`${v1}/${id}/direct-parts/1`, { method: 'POST', body: '{"etag":"x"}', headers: json });
     await call(`${v1}?limit=10`, { headers: auth });
     await call(`${v1}/${id}`, { method: 'DELETE', headers: auth });
     await call(`${gateway}/auth/v5.13/authenticate-by-cert?apiKey=k`, { method: 'POST', body: 'cert' });

@@ -109,6 +109,39 @@ describe('credentials in logs', () => {
     const signingKey = readFileSync(new DevReceiptSigner(stack.keysDir).keyFile, 'utf8').split('\n');
     for (const line of signingKey.filter((l) => l && !l.startsWith('-----'))) secrets.set(line, 'receipt signing key');
 
+    // Direct transfer (on in the local stack): a presigned part URL, and a download's 307 to S3.
+    const open = await call(`${gw}/v1/${owner}/contents`, {
+      method: 'POST',
+      body: 'tail',
+      headers: { 'content-range': 'bytes 6-9/10' },
+      token,
+    });
+    expect(open.status).toBe(201);
+    const parts = await call(`${gw}/v1/${owner}/contents/${(open.json() as { id: string }).id}/direct-parts`, {
+      method: 'POST',
+      body: JSON.stringify({ parts: [{ part: 1 }] }),
+      headers: { 'content-type': 'application/json' },
+      token,
+    });
+    expect(parts.status).toBe(200);
+    const presigned = [(parts.json() as { parts: { url: string }[] }).parts[0]!.url];
+    const redirected = await call(`${gw}/v1/${owner}/contents/${id}`, {
+      headers: { prefer: 'redirect', range: 'bytes=0-1' },
+      token,
+      redirect: 'manual',
+    });
+    expect(redirected.status).toBe(307);
+    presigned.push(redirected.headers.get('location')!);
+    for (const url of presigned) {
+      const signature = new URL(url).searchParams.get('X-Amz-Signature')!;
+      expect(signature).toMatch(/^[0-9a-f]{64}$/);
+      secrets.set(signature, 'presigned URL signature');
+      secrets.set(new URL(url).search, 'presigned URL');
+    }
+    secrets.set(stack.backing.S3_SECRET_ACCESS_KEY!, 'S3 secret key');
+    secrets.set('X-Amz-Signature', 'a presigned URL');
+    secrets.set('X-Amz-Credential', 'a presigned URL');
+
     // Refresh in the query form, then in the header form.
     const refreshed = async (res: Awaited<ReturnType<typeof call>>, form: string): Promise<void> => {
       expect(res.status).toBe(200);

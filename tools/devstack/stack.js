@@ -184,6 +184,8 @@ async function startStack(opts = {}) {
         SESSION_SERVICE_INTERNAL_SECRET: internalSecrets.contentToSession,
         RECEIPT_SIGNING_KEY_FILE: receiptSigner.keyFile,
         RECEIPT_CERTIFICATE_FILE: receiptSigner.certificateFile,
+        // S3 is on loopback, reachable by every local client: direct transfer is on unless turned off.
+        DIRECT_TRANSFER: process.env.DIRECT_TRANSFER || 'on',
         ...(opts.contentEnv || {}),
       },
     });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
 import { names, type ContentList, type ContentListItem } from './api';
 import { ApiCalls, header } from './ApiCalls';
+import { DirectTransfer } from './DirectTransfer';
 import { DownloadJournal } from './DownloadJournal';
 import { checkRepr, digestsOf, reprDigests } from './digests';
 import { ContentStateError, IntegrityError, ReceiptError, TransportError } from './errors';
@@ -100,8 +101,13 @@ export class ContentClient {
 
   /** Uploads a file; returns the content id. */
   async uploadFile(path: string, opts: UploadOptions): Promise<string> {
-    return uploadParts(this.api, await fileParts(path, this.partSize), opts, (id) =>
-      this.status(opts.owner, id, opts.signal),
+    const direct = opts.direct ? new DirectTransfer(this.api) : null;
+    return uploadParts(
+      this.api,
+      await fileParts(path, this.partSize),
+      opts,
+      (id) => this.status(opts.owner, id, opts.signal),
+      direct,
     );
   }
 
@@ -116,9 +122,9 @@ export class ContentClient {
   async uploadStream(source: AsyncIterable<Uint8Array>, opts: StreamUploadOptions): Promise<string> {
     const spool = await mkdtemp(join(opts.spoolDir ?? tmpdir(), 'content-upload-'));
     try {
-      return await uploadParts(this.api, streamParts(source, this.partSize, spool, opts.size ?? null), opts, (id) =>
-        this.status(opts.owner, id, opts.signal),
-      );
+      const parts = streamParts(source, this.partSize, spool, opts.size ?? null);
+      const direct = opts.direct ? new DirectTransfer(this.api) : null;
+      return await uploadParts(this.api, parts, opts, (id) => this.status(opts.owner, id, opts.signal), direct);
     } finally {
       await rm(spool, { recursive: true, force: true });
     }
@@ -144,6 +150,7 @@ export class ContentClient {
     const todo = chunks.map((c, i) => ({ ...c, i })).filter((c) => !journal.has(c.i));
     let done = chunks.filter((_, i) => journal.has(i)).reduce((n, c) => n + c.end - c.start + 1, 0);
     opts.onProgress?.({ done, total });
+    const direct = opts.direct ? new DirectTransfer(this.api) : null;
     await inFlight(opts.concurrency ?? 4, todo, async (c) => {
       // A range whose body broke off goes on from the last byte written, not from its start.
       let from = c.start;
@@ -156,17 +163,24 @@ export class ContentClient {
           sink = null;
         }
       };
-      const res = await this.api.call({
-        method: 'GET',
-        url: this.api.url(`/v1/${opts.owner}/contents/${id}`),
-        headers: {},
-        headersFor: () => {
-          written();
-          return { [names.range]: formatRange(from, c.end) };
-        },
-        signal: opts.signal,
-        sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
-      });
+      const get = (prefer: boolean) =>
+        this.api.call({
+          method: 'GET',
+          url: this.api.url(`/v1/${opts.owner}/contents/${id}`),
+          headers: prefer ? { [names.prefer]: 'redirect' } : {},
+          headersFor: () => {
+            written();
+            return { [names.range]: formatRange(from, c.end) };
+          },
+          signal: opts.signal,
+          sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
+        });
+      let res = await get(direct !== null);
+      // Redirected: fetched from S3 with the same Range; through the service when that fails.
+      if (res.status === 307) {
+        const sinkAt = () => (sink = createWriteStream(partial, { flags: 'r+', start: from }));
+        res = (await direct!.follow(res, formatRange(from, c.end), sinkAt, opts.signal)) ?? (await get(false));
+      }
       const cr = header(res, names.answerContentRange);
       if (res.status !== 206 || cr !== formatContentRange({ start: from, end: c.end }, total))
         throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);

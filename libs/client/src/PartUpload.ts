@@ -1,6 +1,7 @@
 import { formatContentRange, formatDigest, HEADERS } from '#protocol';
 import { names, type UploadCreated } from './api';
 import type { ApiCalls } from './ApiCalls';
+import type { DirectTransfer } from './DirectTransfer';
 import { checkRepr, combineCrc64, digestsOf, EMPTY_CRC64, type BodyDigests } from './digests';
 import { ContentStateError, IntegrityError } from './errors';
 import type { PartSource, SourcePart } from './PartSources';
@@ -19,6 +20,7 @@ export async function uploadParts(
   source: PartSource,
   opts: UploadOptions,
   status: (id: string) => Promise<ContentStatus>,
+  direct: DirectTransfer | null = null,
 ): Promise<string> {
   const contentHeaders: Record<string, string> = {
     [names.contentType]: opts.contentType ?? 'application/octet-stream',
@@ -41,10 +43,14 @@ export async function uploadParts(
   };
   // Each part's digests by its first byte: with all of them, the whole content's are known.
   const sent = new Map<number, BodyDigests & { length: number }>();
-  const send = async (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) => {
-    // Read once before it is sent (and again for each attempt): the digest must go in the head.
+  const digestsFor = async (p: SourcePart) => {
     const digests = await digestsOf(p.body());
     sent.set(p.start, { ...digests, length: p.length });
+    return digests;
+  };
+  const send = async (method: 'POST' | 'PUT', path: string, p: SourcePart, headers: Record<string, string>) => {
+    // Read once before it is sent (and again for each attempt): the digest must go in the head.
+    const digests = await digestsFor(p);
     const digest = formatDigest({ 'sha-256': digests.sha256, crc64nvme: digests.crc64nvme });
     return api.call({
       method,
@@ -116,8 +122,13 @@ export async function uploadParts(
         try {
           checkLength(p);
           const end = p.start + p.length - 1;
-          if (!received.some((r) => r.start <= p.start && r.end >= end))
-            await send('PUT', `/v1/${opts.owner}/contents/${contentId}`, p, {});
+          if (!received.some((r) => r.start <= p.start && r.end >= end)) {
+            // Straight to S3 where the service offers it for this part, else through the service.
+            const viaS3 =
+              direct !== null &&
+              (await direct.sendPart(opts.owner, contentId, p, (await digestsFor(p)).sha256, opts.signal));
+            if (!viaS3) await send('PUT', `/v1/${opts.owner}/contents/${contentId}`, p, {});
+          }
           await p.release();
           advance(p.length);
         } catch (error) {

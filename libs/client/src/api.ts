@@ -18,6 +18,8 @@ type Named<T> = keyof { [K in keyof T as string extends K ? never : number exten
 export type UploadCreated = JsonOf<Answer<'Upload', 201>>;
 /** `PUT /v1/{ownerId}/contents/{contentId}` → 200 or 201. */
 export type PartStored = JsonOf<Answer<'UploadByParts', 200>>;
+/** `POST /v1/{ownerId}/contents/{contentId}/direct-parts` → 200: presigned UploadPart requests. */
+export type DirectPartTargets = JsonOf<Answer<'DirectParts', 200>>;
 /** `POST /auth/v5.13/authenticate-by-cert` → 200. */
 export type CertChallenge = JsonOf<Answer<'AuthenticateByCert', 200>>;
 /** `POST /auth/v5.13/approve-cert` and `POST /sessions/v5.13/sessions/refresh` → 200. */
@@ -51,6 +53,7 @@ export const names = {
   contentRange: requestHeader('UploadByParts', HEADERS.contentRange),
   contentType: requestHeader('Upload', 'Content-Type'),
   range: requestHeader('Download', HEADERS.range),
+  prefer: requestHeader('Download', 'Prefer'),
   refreshToken: requestHeader('RefreshSession', HEADERS.refreshToken),
   apiKey: headerKey(HEADERS.apiKey),
   thumbprint: queryParameter('ApproveCert', 'thumbprint'),

@@ -19,6 +19,8 @@ export interface UploadOptions {
   onProgress?: (p: Progress) => void;
   /** Called once the content id is known (before the rest of the parts), e.g. to print it for --resume. */
   onContentId?: (id: string) => void;
+  /** Send 64 MiB parts straight to S3 where the service offers it (presigned URLs); others go through the service. */
+  direct?: boolean;
 }
 
 export interface StreamUploadOptions extends UploadOptions {
@@ -37,6 +39,8 @@ export interface DownloadOptions {
   resume?: boolean;
   /** When set, the downloaded file's SHA-256 must be this (hex). */
   sha256?: string;
+  /** Ask for each range as a redirect to S3 (`Prefer: redirect`) and fetch it there; served by the service where it is not offered. */
+  direct?: boolean;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
 }

@@ -32,6 +32,11 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'PUT needs Content-Range: bytes a-b/total (or bytes a-b/*)',
   },
+  invalidDirectParts: {
+    status: 400,
+    family: 'contents',
+    message: 'the body must be JSON naming parts of the content: {"parts":[{"part":1,"sha256":"<base64>"}]}',
+  },
   invalidLimit: {
     status: 400,
     family: 'contents',
@@ -93,6 +98,16 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'these bytes were already received with other content and are assembled into their part',
   },
+  totalUnknown: {
+    status: 409,
+    family: 'contents',
+    message: "the content's total is not known yet: name it in a write's Content-Range first",
+  },
+  directPartMissing: {
+    status: 409,
+    family: 'contents',
+    message: 'S3 holds no such part of this upload with that ETag and the length of the part: send it to its URL again',
+  },
   contentAlreadyComplete: {
     status: 409,
     family: 'contents',
@@ -127,6 +142,11 @@ export const ERROR_CATALOGUE = {
     status: 429,
     family: 'contents',
     message: "too many requests for this owner; retry after the answer's Retry-After seconds",
+  },
+  directTransferDisabled: {
+    status: 501,
+    family: 'contents',
+    message: 'this deployment does not offer direct transfer to S3: send the bytes through the service',
   },
   receiptsNotConfigured: {
     status: 501,

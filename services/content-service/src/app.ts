@@ -8,6 +8,7 @@ import type { DownloadService } from './downloads/DownloadService';
 import { describeContentRequest } from './http/auditContents';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
+import { directRouter } from './http/directRouter';
 import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
 import type { ContentListing } from './listing/ContentListing';
@@ -40,6 +41,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     authenticate(deps.bearer, deps.sessions),
     ...(deps.ownerLimit ? [ownerRateLimit(deps.ownerLimit)] : []),
     contentsRouter(deps.uploads, deps.downloads, deps.receipts, deps.listing),
+    directRouter(deps.uploads),
   );
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));

@@ -87,6 +87,18 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       S3_TIMEOUT_MS: env.int(3_000, 100),
       /** A streamed part or download fails once S3 makes no progress for this long. */
       S3_STALL_TIMEOUT_MS: env.int(3_000, 100),
+      /**
+       * Direct transfer (off unless the operator turns it on): presigned UploadPart URLs for parts
+       * of an upload, and 307 redirects to presigned GetObject URLs for downloads that ask.
+       */
+      DIRECT_TRANSFER: z
+        .enum(['on', 'off', 'true', 'false', '1', '0', 'yes', 'no'])
+        .default('off')
+        .transform((v) => v === 'on' || v === 'true' || v === '1' || v === 'yes'),
+      /** The S3 address clients reach (presigned URLs name it); S3_ENDPOINT when not set. */
+      DIRECT_S3_ENDPOINT: env.url().optional(),
+      /** How long a presigned URL is valid, in seconds (1 second to 1 hour). */
+      DIRECT_URL_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
     },
     source,
   );

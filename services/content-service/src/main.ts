@@ -18,6 +18,7 @@ import { RedisUploadBook } from './store/RedisUploadBook';
 import { RedisQuotas } from './store/RedisQuotas';
 import { OwnerQuotas } from './quotas/OwnerQuotas';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
+import { Presigner } from './store/Presigner';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
@@ -78,6 +79,18 @@ startService({
         : 'S3 server refused the lifecycle rule; the sweeper alone expires uploads',
     );
 
+    // Direct transfer: URLs signed for the S3 address clients reach, which may not be the service's own.
+    const presigner = config.DIRECT_TRANSFER
+      ? new Presigner(
+          createS3Client({ ...config, S3_ENDPOINT: config.DIRECT_S3_ENDPOINT ?? config.S3_ENDPOINT }),
+          config.S3_BUCKET,
+          config.DIRECT_URL_SECONDS,
+        )
+      : null;
+    logger.info(
+      { directTransfer: !!presigner, directUrlSeconds: presigner ? config.DIRECT_URL_SECONDS : undefined },
+      presigner ? 'direct transfer to S3 is enabled' : 'direct transfer is off',
+    );
     const metrics = new ServiceMetrics('content-service');
     const uploads = new UploadService(
       {
@@ -92,6 +105,7 @@ startService({
           { bytes: config.QUOTA_STORAGE_BYTES || null, uploads: config.QUOTA_UNFINISHED_UPLOADS || null },
           logger,
         ),
+        presigner,
       },
       {
         uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
@@ -99,7 +113,7 @@ startService({
         assemblyLeaseMs: config.ASSEMBLY_LEASE_SECONDS * 1000,
       },
     );
-    const downloads = new DownloadService(objects, uploads.status);
+    const downloads = new DownloadService(objects, uploads.status, presigner);
     const receipts = new ContentReceipts(downloads, receiptSigner?.signer ?? null);
     const sweeper = new UploadSweeper(book, uploads.expiry, new RedisLease(redis, config.S3_BUCKET), logger, {
       intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,

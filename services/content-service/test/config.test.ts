@@ -30,6 +30,16 @@ describe('content-service configuration', () => {
     expect(() => loadConfig({ ...base, JWT_JWKS_URL: 'https://issuer.test/jwks.json' })).toThrow(/JWT_ISSUER/);
   });
 
+  it('leaves direct transfer off unless turned on, and bounds its URL lifetime', () => {
+    expect(loadConfig({ ...base, ...bearer })).toMatchObject({ DIRECT_TRANSFER: false, DIRECT_URL_SECONDS: 300 });
+    expect(
+      loadConfig({ ...base, ...bearer, DIRECT_TRANSFER: 'on', DIRECT_S3_ENDPOINT: 'http://s3.example:9000' }),
+    ).toMatchObject({ DIRECT_TRANSFER: true, DIRECT_S3_ENDPOINT: 'http://s3.example:9000' });
+    expect(() => loadConfig({ ...base, ...bearer, DIRECT_TRANSFER: 'maybe' })).toThrow(/DIRECT_TRANSFER/);
+    expect(() => loadConfig({ ...base, ...bearer, DIRECT_URL_SECONDS: '0' })).toThrow(/DIRECT_URL_SECONDS/);
+    expect(() => loadConfig({ ...base, ...bearer, DIRECT_S3_ENDPOINT: 'not a url' })).toThrow(/DIRECT_S3_ENDPOINT/);
+  });
+
   it('stops without Redis, where unfinished uploads are kept, naming REDIS_URL', () => {
     const { REDIS_URL: _omitted, ...withoutRedis } = base;
     expect(() => loadConfig({ ...withoutRedis, ...bearer })).toThrow(/REDIS_URL: is required/);

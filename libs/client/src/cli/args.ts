@@ -17,6 +17,7 @@ const OPTIONS = {
   out: { type: 'string' },
   size: { type: 'string' },
   restart: { type: 'boolean', default: false },
+  direct: { type: 'boolean', default: false },
   limit: { type: 'string' },
   all: { type: 'boolean', default: false },
   'retry-for': { type: 'string' },

@@ -4,9 +4,11 @@ export const USAGE = `usage: content <command> [options]
 
 commands:
   login --cert <pem> --key <pem> --api-key <key>   sign in with a certificate; the session is saved
-  upload <file> [--resume <id>] [--parallel 4] [--content-type <type>]
+  upload <file> [--resume <id>] [--parallel 4] [--content-type <type>] [--direct]
   upload - [--size <bytes>] ...                     upload standard input (a pipe); see the README
-  download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart]
+  download <id> <file> [--parallel 4] [--sha256 <hex>] [--restart] [--direct]
+                                                     --direct: 64 MiB parts and downloads straight to and
+                                                     from S3 where the service offers it (else through it)
   status <id>
   receipt <id> [--out <file>] [--cert <pem>]        the content's signed receipt, checked and printed; --cert:
                                                      the platform's receipt certificate (else only the one the

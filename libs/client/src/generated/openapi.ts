@@ -88,6 +88,71 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/{ownerId}/contents/{contentId}/direct-parts': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Presigned URLs for parts sent straight to S3
+     * @description Where the operator enabled direct transfer: presigned S3 UploadPart requests for named
+     *     64 MiB grid parts of an unfinished content (part k holds bytes [(k-1)·64 MiB, min(k·64 MiB,
+     *     total) - 1]). Each is for that part of that content only, valid a few minutes
+     *     (`DIRECT_URL_SECONDS`), and signed for the part's exact `Content-Length` and, when the
+     *     request names one, its `x-amz-checksum-sha256` (S3 refuses other bytes): send exactly the
+     *     `headers` given, and no `Authorization`. Then record the part with `DirectPartSent`. The
+     *     content's total must be known (named by a write's Content-Range); until then 409
+     *     `totalUnknown`. Without direct transfer, 501 `directTransferDisabled`: send the bytes with
+     *     `UploadByParts`.
+     */
+    post: operations['DirectParts'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/{ownerId}/contents/{contentId}/direct-parts/{part}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+        /** @description The grid part (1-based) sent to its presigned URL. */
+        part: number;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Record a part sent straight to S3
+     * @description Records part k, sent to its presigned URL, with the ETag S3 answered. The service checks
+     *     with S3 (ListParts) that the upload holds part k with that ETag and the part's length (else
+     *     409 `directPartMissing`: send it again), then records it exactly as a part sent with
+     *     `UploadByParts`: the answers are that operation's, `201` from the one request that
+     *     completed the content, `200` otherwise. Sending it again is a retry; once the content is
+     *     ready, 409 `contentAlreadyComplete`.
+     */
+    post: operations['DirectPartSent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/{ownerId}/contents/{contentId}/receipt': {
     parameters: {
       query?: never;
@@ -290,6 +355,32 @@ export interface components {
       /** @description True once every byte of the content has arrived. */
       'is-completed': boolean;
     };
+    DirectPartsRequest: {
+      parts: {
+        /** @description The grid part, 1-based. */
+        part: number;
+        /** @description The part's SHA-256, base64: the URL is then signed for it and S3 checks it. */
+        sha256?: string;
+      }[];
+    };
+    DirectPartTargets: {
+      parts: {
+        part: number;
+        /** @constant */
+        method: 'PUT';
+        /**
+         * Format: uri
+         * @description The presigned UploadPart URL.
+         */
+        url: string;
+        /** @description The headers the signature covers; send exactly these (`content-length`, and `x-amz-checksum-sha256` when a SHA-256 was named). */
+        headers: {
+          [key: string]: string;
+        };
+        /** Format: date-time */
+        'expires-at': string;
+      }[];
+    };
     /**
      * @description What a receipt attests (the JSON inside its CMS SignedData), as the content's S3 object
      *     says it when the receipt is made.
@@ -387,6 +478,7 @@ export interface components {
         | 'urn:error:contents:invalidRange'
         | 'urn:error:contents:missingContentRange'
         | 'urn:error:contents:invalidLimit'
+        | 'urn:error:contents:invalidDirectParts'
         | 'urn:error:contents:invalidCursor'
         | 'urn:error:contents:rangePastTotal'
         | 'urn:error:contents:bodyLengthMismatch'
@@ -411,6 +503,8 @@ export interface components {
         | 'urn:error:contents:rangeAlreadyStored'
         | 'urn:error:contents:partTooFragmented'
         | 'urn:error:contents:contentAlreadyComplete'
+        | 'urn:error:contents:totalUnknown'
+        | 'urn:error:contents:directPartMissing'
         | 'urn:error:contents:lengthRequired'
         | 'urn:error:contents:partTooLarge'
         | 'urn:error:contents:contentTooLarge'
@@ -418,6 +512,7 @@ export interface components {
         | 'urn:error:contents:rangeTotalMismatch'
         | 'urn:error:contents:internalError'
         | 'urn:error:contents:receiptsNotConfigured'
+        | 'urn:error:contents:directTransferDisabled'
         | 'urn:error:contents:identityProviderUnavailable'
         | 'urn:error:contents:sessionServiceUnavailable'
         | 'urn:error:contents:databaseUnavailable'
@@ -527,7 +622,7 @@ export interface components {
     };
   };
   responses: {
-    /** @description Malformed or missing Content-Range / Range, a > b, b ≥ total, a body length other than b-a+1, a malformed UUID, a Content-Type that is not an ASCII RFC 9110 media type of at most 255 characters (`invalidContentType`), or a listing's `limit` or `cursor` that is not valid (`invalidLimit`, `invalidCursor`). */
+    /** @description Malformed or missing Content-Range / Range, a > b, b ≥ total, a body length other than b-a+1, a malformed UUID, a Content-Type that is not an ASCII RFC 9110 media type of at most 255 characters (`invalidContentType`), or a listing's `limit` or `cursor` that is not valid (`invalidLimit`, `invalidCursor`), or a direct-parts body that is not valid (`invalidDirectParts`). */
     BadRequest: {
       headers: {
         [name: string]: unknown;
@@ -923,6 +1018,15 @@ export interface operations {
       header?: {
         /** @description `bytes=a-b`, `bytes=a-`, `bytes=-n`, or the legacy form `bytes a-b/total`. */
         Range?: string;
+        /**
+         * @description `redirect` (RFC 7240): where the operator enabled direct transfer, a ready content is
+         *     answered `307` to a presigned S3 GetObject URL instead of its bytes. With an RFC 9110
+         *     Range the URL is signed for that very Range header: send the same `Range` to the
+         *     `Location` (curl -L and fetch do), and no `Authorization` (the URL carries its own
+         *     signature). The legacy range form, a range the content cannot satisfy, and
+         *     deployments without direct transfer are answered as without it (no `Preference-Applied`).
+         */
+        Prefer?: string;
         /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
         'X-Request-Id'?: components['parameters']['RequestId'];
       };
@@ -967,6 +1071,22 @@ export interface operations {
         content: {
           '*/*': string;
         };
+      };
+      /**
+       * @description `Prefer: redirect` was honoured: fetch the content (or the range) from `Location`
+       *     within a few minutes (`DIRECT_URL_SECONDS`, 300 by default). Empty body.
+       */
+      307: {
+        headers: {
+          /** @description A presigned S3 GetObject URL (SigV4 query signing), signed for the request's Range when it had one. */
+          Location: string;
+          /** @description `redirect` */
+          'Preference-Applied': 'redirect';
+          /** @description `no-store`: the URL must not be kept. */
+          'Cache-Control'?: 'no-store';
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       400: components['responses']['BadRequest'];
       401: components['responses']['Unauthorized'];
@@ -1191,6 +1311,153 @@ export interface operations {
         };
         content?: never;
       };
+    };
+  };
+  DirectParts: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "parts": [
+         *         {
+         *           "part": 2,
+         *           "sha256": "n4bQgYhMfWWaL+qgxVrQFaO/TxsrC4Is0V1sFbDwCgg="
+         *         }
+         *       ]
+         *     }
+         */
+        'application/json': components['schemas']['DirectPartsRequest'];
+      };
+    };
+    responses: {
+      /** @description One presigned request per part asked for. */
+      200: {
+        headers: {
+          /** @description `no-store` */
+          'Cache-Control'?: 'no-store';
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['DirectPartTargets'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description `contentAlreadyComplete`: the content is ready and takes no more parts; `totalUnknown`: no request has named the total yet; `rangeOverlap`: the part holds ranges sent through the service in pieces. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      /** @description `directTransferDisabled`: this deployment offers no direct transfer. */
+      501: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  DirectPartSent: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+        /** @description The grid part (1-based) sent to its presigned URL. */
+        part: number;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "etag": "\"0b1c9f2c6a0e4a8ad1d9e2a1f5d7c3b4\""
+         *     }
+         */
+        'application/json': {
+          /** @description The ETag header of S3's answer to the UploadPart, as sent. */
+          etag: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The part is recorded and more are missing. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['PartStored'];
+        };
+      };
+      /** @description This part completed the content; it is `ready` to download. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['PartStored'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description `directPartMissing`: S3 holds no such part with that ETag and length; `contentAlreadyComplete`; `totalUnknown`; `rangeOverlap`: the part holds ranges sent through the service. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      /** @description `directTransferDisabled`: this deployment offers no direct transfer. */
+      501: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
     };
   };
   Receipt: {

@@ -1,6 +1,7 @@
 import { ServiceError } from '@cp/errors';
 import { formatContentRange, HEADERS, resolveRange, type RangeRequest, type ReceivedRange } from '@cp/protocol';
 import { isRangeRefused, type ObjectInfo, type ObjectStore, type StoredObject } from '../store/ObjectStore';
+import type { PresignedRequest, Presigner } from '../store/Presigner';
 import type { UploadRecord } from '../store/UploadBook';
 import { contentKey } from '../uploads/ObjectKeys';
 import type { UploadStatusReader } from '../uploads/UploadStatus';
@@ -31,7 +32,33 @@ export class DownloadService {
   constructor(
     private readonly objects: ObjectStore,
     private readonly uploads: UploadStatusReader,
+    /** Presigned GetObject URLs for downloads that ask for a redirect; null when direct transfer is not enabled. */
+    private readonly presigner: Presigner | null = null,
   ) {}
+
+  /** Whether a GET that prefers a redirect gets one. */
+  get redirects(): boolean {
+    return this.presigner !== null;
+  }
+
+  /**
+   * A presigned GetObject of a ready content (409 while it uploads, 404 when there is none), bound
+   * to the request's RFC 9110 Range header as sent; null when the request is better served as
+   * before: the legacy `bytes a-b/total` form, `bytes=-0`, or a range the content cannot satisfy
+   * (answered 416 by the service), or direct transfer not enabled.
+   */
+  async redirect(
+    ownerId: string,
+    id: string,
+    range: RangeRequest | null,
+    rangeHeader?: string,
+  ): Promise<PresignedRequest | null> {
+    if (!this.presigner) return null;
+    if (range && (range.form === 'legacy' || !rangeHeader)) return null;
+    const info = await this.ready(ownerId, id);
+    if (range && !resolveRange(range, info.contentLength).satisfiable) return null;
+    return this.presigner.getObject(contentKey(ownerId, id), range ? rangeHeader!.trim() : undefined);
+  }
 
   async status(ownerId: string, id: string): Promise<ContentStatus> {
     const key = contentKey(ownerId, id);

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import type { AuditActor } from '@cp/logging';
 import type { Described } from '@cp/service-kit';
 
-const CONTENT_PATH = /^\/v1\/([^/]+)\/contents(?:\/([^/]+))?\/?$/;
+const CONTENT_PATH = /^\/v1\/([^/]+)\/contents(?:\/([^/]+))?(\/direct-parts\/[^/]+)?\/?$/;
 
 /**
  * The audit records of a /v1 request: a content's creation, completion, download and deletion,
@@ -21,6 +21,8 @@ export function describeContentRequest(req: Request, res: Response): Described[]
     return res.locals.completed ? [created, { ...base, event: 'content.complete' }] : [created];
   }
   if (!m[2]) return [];
+  // A part sent straight to S3, recorded: the request that completes the content answers 201 as a PUT does.
+  if (m[3]) return req.method === 'POST' && res.statusCode === 201 ? [{ ...base, event: 'content.complete' }] : [];
   if (req.method === 'PUT') return res.statusCode === 201 ? [{ ...base, event: 'content.complete' }] : [];
   if (req.method === 'GET') return [{ ...base, event: 'content.download', detail: rangeOf(req) }];
   if (req.method === 'DELETE') return [{ ...base, event: 'content.delete' }];

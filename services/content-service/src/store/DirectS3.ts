@@ -175,7 +175,7 @@ function checksummer(algorithm: TrailingChecksum): { update(chunk: Buffer): void
   };
 }
 
-interface Target {
+export interface Target {
   protocol: 'http:' | 'https:';
   hostname: string;
   port: number | undefined;
@@ -187,7 +187,7 @@ interface Target {
 }
 
 /** Where the SDK client sends a bucket's requests: its endpoint (or AWS's regional one) and its path style. */
-async function resolveTarget(s3: S3Client, bucket: string): Promise<Target> {
+export async function resolveTarget(s3: S3Client, bucket: string): Promise<Target> {
   const region = await s3.config.region();
   const endpoint = s3.config.endpoint ? await s3.config.endpoint() : null;
   const protocol = endpoint?.protocol === 'http:' ? 'http:' : 'https:';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
 import { isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
@@ -15,6 +15,8 @@ import type { ReadyContentRewrites } from './ReadyContentRewrites';
 import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, WriteOutcome } from './UploadContext';
 import { claimWork, type Work } from './WorkClaims';
+import { checkPartInS3, type PartInS3 } from './PartInS3';
+import { releasePartWrite, renewPartWrite } from './PartWriteClaims';
 import {
   advancesLastByte,
   checkWritable,
@@ -41,7 +43,7 @@ export class RangeWriter {
   async write(
     record: UploadRecord,
     range: ContentRange,
-    body: Readable,
+    body: Readable | PartInS3,
     isNew: boolean,
     timings: StageTimings,
     digests: BodyChecksum = {},
@@ -64,7 +66,7 @@ export class RangeWriter {
   private async writeRange(
     record: UploadRecord,
     range: ContentRange,
-    body: Readable,
+    body: Readable | PartInS3,
     isNew: boolean,
     timings: StageTimings,
     digests: BodyChecksum,
@@ -95,7 +97,9 @@ export class RangeWriter {
       if (!claimed) {
         // Completed (or removed) since this request read its record: answered as a write to it.
         const ready = await objects.head(record.s3Key);
-        if (ready)
+        if (ready && !(body instanceof Readable))
+          throw ServiceError.of('contentAlreadyComplete', 'the content is complete: it takes no more parts');
+        if (ready && body instanceof Readable)
           return this.rewrites.rewrite(body, { id, s3Key: record.s3Key, total: ready.contentLength }, range, sha256);
         throw expired(id);
       }
@@ -105,7 +109,7 @@ export class RangeWriter {
     // outlives a slow transfer, and dies within one lease of this process.
     const heartbeat =
       k !== null
-        ? new ClaimHeartbeat(`part ${k}`, () => this.renewPartWrite(id, k, writer), leases.assemblyLeaseMs)
+        ? new ClaimHeartbeat(`part ${k}`, () => renewPartWrite(this.ctx, id, k, writer), leases.assemblyLeaseMs)
         : null;
     let work: Work;
     let stored: { piece: Piece; etag: string | null } | null = null;
@@ -118,13 +122,13 @@ export class RangeWriter {
     } catch (error) {
       await heartbeat?.stop();
       if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
-      if (k !== null) await this.releasePartWrite(id, k, writer);
+      if (k !== null) await releasePartWrite(this.ctx, id, k, writer);
       if (k !== null && failedByRemoval(error) && (await this.removedUnder(record))) throw expired(id);
       throw error;
     }
     await heartbeat?.stop();
     if (work.gone) return this.rewrites.afterCompletion(record, range, stored.piece);
-    if (k !== null) this.ctx.metrics.partsStored.inc({ via: 'direct' });
+    if (k !== null) this.ctx.metrics.partsStored.inc({ via: body instanceof Readable ? 'direct' : 'presigned' });
     const { piece } = stored;
     if (work.duplicate && piece.key) await this.ctx.objects.delete(piece.key).catch(() => undefined);
     if (work.replaced?.key && work.replaced.key !== piece.key)
@@ -141,19 +145,23 @@ export class RangeWriter {
    * The bytes into S3: straight into part k (claimed; `signal` aborts when the claim is lost), or
    * staged as a piece of their own. A client's digest goes with them; the service hashes the bytes
    * only where S3 does not check it, or for a staged piece sent without one (its SHA-256 tells a
-   * retry of the same bytes).
+   * retry of the same bytes). A part the client put into S3 itself is checked there (ListParts).
    */
   private async store(
     record: UploadRecord,
     wanted: ByteRange,
     k: number | null,
-    body: Readable,
+    body: Readable | PartInS3,
     digests: BodyChecksum,
     signal: AbortSignal | undefined,
   ): Promise<{ piece: Piece; etag: string | null }> {
     const { objects, metrics } = this.ctx;
     const length = wanted.b - wanted.a + 1;
     const sha256 = objects.checksumsChecked ? null : (digests.sha256 ?? null);
+    if (!(body instanceof Readable)) {
+      await checkPartInS3(objects, record, k!, length, body.etag, signal);
+      return { piece: { ...wanted, kind: 'part', key: null, sha256: null }, etag: body.etag };
+    }
     if (k !== null) {
       const exact = exactBody(body, length, { sha256 });
       const etag = await objects.uploadPart(record.s3Key, record.uploadId, k, exact, length, signal, digests);
@@ -251,31 +259,6 @@ export class RangeWriter {
     const state = await this.ctx.book.state(record._id).catch(() => null);
     if (!state) return false;
     return !!state.expiring || (state.version === 0 && !(await this.ctx.objects.head(record.s3Key)));
-  }
-
-  /** Renews an aligned write's claim on its part; false when it is no longer this request's. */
-  private renewPartWrite(id: string, k: number, writer: string): Promise<boolean> {
-    return this.ctx.commits.commit(id, async (view) => {
-      const part = await view.part(k);
-      if (part.writing?.by !== writer) return false;
-      part.writing = { since: this.ctx.clock(), by: writer };
-      return true;
-    });
-  }
-
-  /** Drops an aligned write's claim on its part when the write failed (best effort: the claim also runs out). */
-  private async releasePartWrite(id: string, k: number, writer: string): Promise<void> {
-    await this.ctx.commits
-      .commit(id, async (view) => {
-        const part = await view.part(k);
-        if (part.writing?.by === writer) part.writing = null;
-      })
-      .catch((error: unknown) =>
-        this.ctx.logger.warn(
-          { contentId: id, part: k, err: error },
-          'could not release the claim of a failed part write; it runs out',
-        ),
-      );
   }
 
   /** Moves the expiry of an upload that is written to (see extendedExpiry); returns the expiry in force. */

@@ -3,6 +3,7 @@ import type { Logger } from '@cp/logging';
 import type { ContentRange } from '@cp/protocol';
 import type { BookCommits } from './BookCommits';
 import type { ObjectStore } from '../store/ObjectStore';
+import type { Presigner } from '../store/Presigner';
 import type { UploadBook } from '../store/UploadBook';
 import type { PartAssembler } from './PartAssembler';
 import type { StageTimings } from './StageTimings';
@@ -31,6 +32,8 @@ export interface UploadServiceDeps {
   metrics?: UploadMetrics;
   /** Per-owner quotas; none checked when not given. */
   quotas?: OwnerQuotas;
+  /** Presigned URLs for direct transfer; null (the default) when the operator did not enable it. */
+  presigner?: Presigner | null;
 }
 
 /** What every unit of the upload machinery works with: the stores, the clock, the leases. */

@@ -2,7 +2,10 @@ import { Counter, Histogram, Registry } from 'prom-client';
 
 /** What the upload machinery did, for operators: parts stored and how, staging, completions, sweeps. */
 export class UploadMetrics {
-  /** Grid parts written to S3: `direct` (an aligned range streamed into UploadPart) or `assembled` from staged pieces. */
+  /**
+   * Grid parts written to S3: `direct` (an aligned range streamed into UploadPart), `assembled` from
+   * staged pieces, or `presigned` (sent straight to S3 by the client, then recorded).
+   */
   readonly partsStored: Counter<'via'>;
   readonly piecesStaged: Counter;
   readonly stagedBytes: Counter;
@@ -14,7 +17,7 @@ export class UploadMetrics {
     const registers = [registry];
     this.partsStored = new Counter({
       name: 'content_parts_stored_total',
-      help: 'S3 parts written, by how: direct or assembled from staged pieces',
+      help: 'S3 parts written, by how: direct, assembled from staged pieces, or presigned (sent to S3 by the client)',
       labelNames: ['via'],
       registers,
     });

@@ -4,6 +4,7 @@ import type { UploadRecord } from '../store/UploadBook';
 import { BackgroundAssemblies } from './BackgroundAssemblies';
 import { ContentCreation } from './ContentCreation';
 import { ContentRemoval } from './ContentRemoval';
+import { DirectParts } from './DirectParts';
 import { RangeWriter } from './RangeWriter';
 import { ReadyContentRewrites } from './ReadyContentRewrites';
 import { StageTimings } from './StageTimings';
@@ -45,6 +46,8 @@ export class UploadService implements ExpiringUploads {
   readonly expiry: UploadExpiry;
   /** Assemblies running after their requests answered (drained at shutdown). */
   readonly background: BackgroundAssemblies;
+  /** Parts sent straight to S3 with presigned URLs (where enabled). */
+  readonly direct: DirectParts;
   private readonly cleanup: UploadCleanup;
   private readonly creation: ContentCreation;
   private readonly ranges: RangeWriter;
@@ -80,6 +83,7 @@ export class UploadService implements ExpiringUploads {
     this.status = new UploadStatus(ctx, completion);
     this.expiry = new UploadExpiry(ctx, this.cleanup);
     this.removal = new ContentRemoval(ctx, this.expiry, this.cleanup);
+    this.direct = new DirectParts(ctx, this.ranges, deps.presigner ?? null);
   }
 
   async write(request: WriteRequest): Promise<WriteOutcome> {

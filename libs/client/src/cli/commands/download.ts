@@ -15,6 +15,7 @@ export const download: Command = async (ctx) => {
       concurrency: ctx.parallel,
       sha256: flags.sha256,
       resume: !flags.restart,
+      direct: flags.direct,
       signal: ctx.signal,
       onProgress: (p) => downloadView.update(p),
     });

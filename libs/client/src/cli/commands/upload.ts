@@ -29,6 +29,7 @@ export const upload: Command = async (ctx) => {
       resume: flags.resume,
       concurrency: ctx.parallel,
       contentType: flags['content-type'],
+      direct: flags.direct,
       signal: ctx.signal,
       onProgress: (p: Progress) => uploadView.update(p),
       onContentId: (cid: string) =>
