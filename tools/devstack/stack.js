@@ -184,6 +184,9 @@ async function startStack(opts = {}) {
         SESSION_SERVICE_INTERNAL_SECRET: internalSecrets.contentToSession,
         RECEIPT_SIGNING_KEY_FILE: receiptSigner.keyFile,
         RECEIPT_CERTIFICATE_FILE: receiptSigner.certificateFile,
+        // The local stack's webhook receivers run on this machine, over plain http.
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
         ...(opts.contentEnv || {}),
       },
     });

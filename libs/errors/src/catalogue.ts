@@ -138,6 +138,23 @@ export const ERROR_CATALOGUE = {
     family: 'contents',
     message: 'the content database does not answer; retry later',
   },
+  invalidWebhook: { status: 400, family: 'contents', message: 'the body must be a JSON object {"url","events"}' },
+  invalidWebhookUrl: {
+    status: 400,
+    family: 'contents',
+    message: 'the webhook url is not accepted: https to a public address, of at most 2048 characters',
+  },
+  invalidWebhookEvents: {
+    status: 400,
+    family: 'contents',
+    message: 'events must be a non-empty list of content.completed, content.deleted, content.expired',
+  },
+  webhookNotFound: { status: 404, family: 'contents', message: 'there is no such webhook' },
+  tooManyWebhooks: {
+    status: 409,
+    family: 'contents',
+    message: 'the owner has as many webhooks as allowed; delete one first',
+  },
   storageUnavailable: { status: 503, family: 'contents', message: 'the object storage does not answer; retry later' },
   contentBusy: {
     status: 503,

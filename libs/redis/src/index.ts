@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   createClient,
   createSentinel,
@@ -221,4 +222,30 @@ export function redisBackend<S extends RedisScripts>(client: Redis<S>) {
     readiness: { name: 'redis', check: async () => void (await redisCommand(client, ['PING'])) },
     close: () => closeRedis(client),
   };
+}
+
+/** A Lua script run by SHA-1 over any number of keys (see runScript). */
+export interface LuaScript {
+  source: string;
+  sha: string;
+}
+
+export function luaScript(source: string): LuaScript {
+  return { source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/** EVALSHA with its keys and arguments, and EVAL once when the server does not have the script (after a restart or a failover). */
+export async function runScript<T = unknown, S extends RedisScripts = None>(
+  client: Redis<S>,
+  script: LuaScript,
+  keys: string[],
+  args: string[],
+): Promise<T> {
+  const tail = [String(keys.length), ...keys, ...args];
+  try {
+    return await redisCommand<T, S>(client, ['EVALSHA', script.sha, ...tail]);
+  } catch (error) {
+    if (!/NOSCRIPT/.test((error as Error).message)) throw error;
+    return redisCommand<T, S>(client, ['EVAL', script.source, ...tail]);
+  }
 }

@@ -4,12 +4,14 @@ import { ServiceError } from '@cp/errors';
 import type { AuditLog, Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
 import { audited, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import type { SubscriberIndex, UrlPolicy, WebhookStore } from '@cp/webhooks';
 import type { DownloadService } from './downloads/DownloadService';
 import { describeContentRequest } from './http/auditContents';
 import { authenticate, type SessionValidator } from './http/authenticate';
 import { contentsRouter } from './http/contentsRouter';
 import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
+import { webhooksRouter } from './http/webhooksRouter';
 import type { ContentListing } from './listing/ContentListing';
 import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
@@ -17,7 +19,7 @@ import type { UploadService } from './uploads/UploadService';
 
 export interface ContentAppDeps {
   logger: Logger;
-  /** The audit trail: each content's creation, completion, download and deletion. */
+  /** The audit trail: each content's creation, completion, download and deletion; webhooks created and deleted. */
   audit: AuditLog;
   metrics: ServiceMetrics;
   uploads: UploadService;
@@ -28,6 +30,7 @@ export interface ContentAppDeps {
   /** Requests per owner on /v1; null: no limit. */
   ownerLimit?: RequestRateLimiter | null;
   sessions: SessionValidator | null;
+  webhooks: { store: WebhookStore; index: SubscriberIndex; policy: UrlPolicy };
 }
 
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
@@ -40,6 +43,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     authenticate(deps.bearer, deps.sessions),
     ...(deps.ownerLimit ? [ownerRateLimit(deps.ownerLimit)] : []),
     contentsRouter(deps.uploads, deps.downloads, deps.receipts, deps.listing),
+    webhooksRouter(deps.webhooks.store, deps.webhooks.index, deps.webhooks.policy),
   );
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));

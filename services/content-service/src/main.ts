@@ -17,6 +17,7 @@ import { RedisLease } from './store/RedisLease';
 import { RedisUploadBook } from './store/RedisUploadBook';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { UploadSweeper } from './sweeper/UploadSweeper';
+import { startWebhooks } from './events/startWebhooks';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
 import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
@@ -77,6 +78,8 @@ startService({
     );
 
     const metrics = new ServiceMetrics('content-service');
+    const webhooks = startWebhooks({ config, redis, objects, book, logger, registry: metrics.registry });
+    await webhooks.index.refresh().catch(() => undefined); // until known, every owner may have webhooks
     const uploads = new UploadService(
       {
         book,
@@ -84,6 +87,7 @@ startService({
         assembler: new PartAssembler(objects),
         logger,
         metrics: new UploadMetrics(metrics.registry),
+        events: webhooks.events,
       },
       {
         uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
@@ -145,9 +149,11 @@ startService({
       listing: new ContentListing(objects, book),
       bearer,
       sessions,
+      webhooks,
     });
     const onShutdown = async () => {
       await sweeper.stop();
+      await webhooks.dispatcher.stop();
       // Assemblies still running after their requests: given a few seconds to record their part
       // (otherwise their claims run out and a later request assembles the part again).
       await uploads.background.drain(5_000);

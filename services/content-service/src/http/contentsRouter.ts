@@ -13,6 +13,7 @@ import {
 } from '@cp/protocol';
 import { coalesceWrites, isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
+import { requireOwner, requireUuid, sendJson } from './requestParts';
 import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
 import { MAX_PAGE, type ContentListing } from '../listing/ContentListing';
@@ -25,8 +26,6 @@ const RECEIPT_MEDIA_TYPE = 'application/pkcs7-mime; smime-type=signed-data';
 
 /** Contents per page of a listing without `limit`. */
 const DEFAULT_PAGE = 100;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The /v1 content API: list, upload, upload by parts, download, delete, and a ready content's signed receipt. */
 export function contentsRouter(
@@ -161,24 +160,9 @@ export function contentsRouter(
   return router;
 }
 
-function requireUuid(value: string, name: string): string {
-  if (!UUID.test(value)) throw ServiceError.of('invalidId', `${name} ${JSON.stringify(value)} is not a UUID`);
-  return value.toLowerCase();
-}
-
 /** Who sends a write, as kept with the content: `bearer:<sub>` or `session:<user>`. */
 function uploaderOf(req: Request): string | null {
   return req.principal ? `${req.principal.kind}:${req.principal.subject}` : null;
-}
-
-/** Checks the path's owner id and that the caller's credential may act for that owner. */
-function requireOwner(req: Request): string {
-  const ownerId = requireUuid(String(req.params.ownerId), 'ownerId');
-  const principal = req.principal;
-  if (!principal) throw ServiceError.of('missingCredentials', 'no credentials');
-  if (!principal.owners.includes(ownerId))
-    throw ServiceError.of('ownerForbidden', `these credentials may not act for owner ${ownerId}`);
-  return ownerId;
 }
 
 function readWriteHeaders(req: Request) {
@@ -217,8 +201,4 @@ function setObjectHeaders(res: Response, info: ObjectInfo, length: number): void
   if (info.etag) res.setHeader('ETag', info.etag);
   if (info.lastModified) res.setHeader('Last-Modified', info.lastModified.toUTCString());
   if (Object.keys(info.digests).length > 0) res.setHeader(HEADERS.reprDigest, formatDigest(info.digests));
-}
-
-function sendJson(res: Response, status: number, body: unknown): void {
-  res.status(status).type('application/json; charset=utf-8').send(JSON.stringify(body));
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PART_SIZE, type ContentRange } from '@cp/protocol';
+import { formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
@@ -22,11 +22,17 @@ export class ContentCreation {
 
   /** The whole content in one request, stored with one PutObject. */
   async storeWhole(request: WriteRequest, knownTotal: number | null): Promise<WriteOutcome> {
-    const { objects, clock } = this.ctx;
+    const { objects, clock, events } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
     const metadata = objectMetadata(request, clock(), request.sha256 ?? null);
+    const intent = await events.intend('content.completed', request.ownerId, {
+      id,
+      size: knownTotal,
+      'content-type': contentType,
+      'repr-digest': request.sha256 ? formatDigest({ 'sha-256': request.sha256 }) : null,
+    });
     // The object is the content's only record: once S3 has it, the content is ready.
     if (knownTotal !== null) {
       // The SHA-256 is checked here (S3 is sent the CRC-64/NVME, the digest it keeps for the content).
@@ -42,6 +48,7 @@ export class ContentCreation {
         throw error;
       }
     }
+    await events.publish(intent);
     return { id, completedNow: true, completed: true };
   }
 
