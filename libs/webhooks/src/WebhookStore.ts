@@ -17,6 +17,7 @@ export type ListedWebhook = Omit<Webhook, 'secret'>;
 
 export class TooManyWebhooks extends Error {
   override readonly name = 'TooManyWebhooks';
+  readonly code = 'CP_ERR_TOO_MANY_WEBHOOKS';
 }
 
 /**

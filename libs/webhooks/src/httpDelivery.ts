@@ -7,6 +7,7 @@ import { mayConnect, refuseUrl, type UrlPolicy } from './urlPolicy';
 /** A delivery that never reached a receiver's answer (refused address, DNS, connection, timeout). */
 export class DeliveryFailed extends Error {
   override readonly name = 'DeliveryFailed';
+  readonly code = 'CP_ERR_DELIVERY_FAILED';
 }
 
 /** How much of a receiver's answer is read (and dropped) before the connection is closed. */
