@@ -16,6 +16,7 @@ import { parseReceivedRanges, splitIntoParts } from './ranges';
 import { verifyReceipt, type VerifiedReceipt } from './Receipt';
 import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
+import { WebhookCalls } from './WebhookCalls';
 
 export type { Credentials, SessionPair } from './Session';
 export type { RetryNotice } from './RetryPolicy';
@@ -58,6 +59,8 @@ export class ContentClient {
   private readonly session: Session;
   private readonly api: ApiCalls;
   private readonly partSize: number;
+  /** The owner's webhooks: create, list, delete. */
+  readonly webhooks: WebhookCalls;
 
   constructor(options: ContentClientOptions) {
     this.transport = new Transport(options.proxyEnv === undefined ? process.env : options.proxyEnv);
@@ -65,6 +68,7 @@ export class ContentClient {
     const retries = new RetryPolicy({ retryForMs: options.retryForMs, onRetry: options.onRetry });
     this.session = new Session(this.transport, base, options.credentials, options, retries);
     this.api = new ApiCalls(this.transport, this.session, base, retries);
+    this.webhooks = new WebhookCalls(this.api);
     this.partSize = options.partSize ?? PART_SIZE;
     if (!Number.isInteger(this.partSize) || this.partSize < 1 || this.partSize > PART_SIZE)
       throw new RangeError(`partSize must be 1..${PART_SIZE}`);

@@ -18,6 +18,7 @@ const OPTIONS = {
   size: { type: 'string' },
   restart: { type: 'boolean', default: false },
   limit: { type: 'string' },
+  events: { type: 'string' },
   all: { type: 'boolean', default: false },
   'retry-for': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
