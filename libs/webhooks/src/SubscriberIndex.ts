@@ -18,6 +18,11 @@ export class SubscriberIndex {
     return this.groups === null || this.groups.has(ownerGroup(ownerId));
   }
 
+  /** Whether it has been read from Redis at least once. */
+  get known(): boolean {
+    return this.groups !== null;
+  }
+
   async refresh(): Promise<void> {
     this.groups = await this.store.groupsInUse();
   }

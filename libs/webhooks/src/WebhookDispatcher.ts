@@ -120,7 +120,9 @@ export class WebhookDispatcher {
           if (this.stopped) return;
           const soon = this.again;
           this.again = false;
-          this.schedule(soon ? 0 : this.options.pollMs);
+          // Until the owner index is known (Redis not reached yet), every write asks Redis: try again soon.
+          const poll = this.index.known ? this.options.pollMs : Math.min(this.options.pollMs, 1_000);
+          this.schedule(soon ? 0 : poll);
         });
     }, ms);
     this.timer.unref();
