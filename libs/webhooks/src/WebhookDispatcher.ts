@@ -10,8 +10,8 @@ import type { UrlPolicy } from './urlPolicy';
 import { eventOf } from './WebhookEvents';
 import type { WebhookStore } from './WebhookStore';
 
-/** What became of an intent's fact: it happened (with what is known of its content), may still happen, or did not. */
-export type FactSeen = { happened: true; content: Partial<EventContent> } | { happened: false; final: boolean };
+/** What became of an intent's fact: it happened (with what is known of its content), or is not seen (yet). */
+export type FactSeen = { happened: true; content: Partial<EventContent> } | { happened: false };
 
 export interface WebhookDispatcherOptions {
   /** How often Redis is asked for due deliveries and intents (a publication here wakes it at once). */
@@ -140,7 +140,7 @@ export class WebhookDispatcher {
           'an unpublished event was published after its fact',
         );
         this.again = true;
-      } else if (seen.final || now - intent.at > this.options.intentWindowMs) {
+      } else if (now - intent.at > this.options.intentWindowMs) {
         await this.outbox.dropIntent(intent.id);
         this.intents.inc({ outcome: 'dropped' });
       } else {

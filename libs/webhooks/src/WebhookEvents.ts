@@ -36,11 +36,11 @@ export class WebhookEvents {
     return (await this.outbox.intend(intent, now + this.options.checkDelayMs)) ? intent : null;
   }
 
-  /** Publishes the event of an intent whose fact happened; what is learnt since the intent completes its content. */
-  async publish(intent: Intent | null, content: Partial<EventContent> = {}): Promise<void> {
+  /** Publishes the event of an intent whose fact happened. */
+  async publish(intent: Intent | null): Promise<void> {
     if (!intent) return;
     const now = this.clock();
-    const event = eventOf(intent, content, now);
+    const event = eventOf(intent, {}, now);
     try {
       if ((await this.outbox.publish(event, now)) > 0) this.options.onPublished?.();
     } catch (error) {

@@ -42,7 +42,7 @@ describe('the events of facts', () => {
     let woken = 0;
     const events = new WebhookEvents(outbox, loaded, logger, { checkDelayMs: 1000, onPublished: () => woken++ });
     const intent = await events.intend('content.deleted', withOwner, { id: 'c2' });
-    await events.publish(intent, { size: 3 });
+    await events.publish(intent);
     expect(calls).toEqual([`intend ${intent!.id}`, `publish ${intent!.id}`]);
     expect(woken).toBe(1);
     const unknown = new WebhookEvents(outbox, await index(null), logger, { checkDelayMs: 1000 });

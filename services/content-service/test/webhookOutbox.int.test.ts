@@ -75,7 +75,7 @@ describe('the webhook outbox in Redis', () => {
       outbox,
       store,
       index,
-      options.facts ?? (async () => ({ happened: false, final: false })),
+      options.facts ?? (async () => ({ happened: false })),
       logger,
       {
         pollMs: 60_000,
@@ -165,8 +165,7 @@ describe('the webhook outbox in Redis', () => {
     const happened = randomUUID();
     const never = randomUUID();
     const { owner, clock, dispatcher, events } = await setup({
-      facts: async (i) =>
-        i.content.id === happened ? { happened: true, content: { size: 42 } } : { happened: false, final: false },
+      facts: async (i) => (i.content.id === happened ? { happened: true, content: { size: 42 } } : { happened: false }),
     });
     const a = await events.intend('content.completed', owner, { id: happened });
     await events.intend('content.completed', owner, { id: never });

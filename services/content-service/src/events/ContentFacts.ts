@@ -19,14 +19,14 @@ export class ContentFacts {
   async check(intent: Intent): Promise<FactSeen> {
     const ready = await this.objects.head(contentKey(intent.owner, intent.content.id));
     if (intent.type === 'content.completed') {
-      if (!ready) return { happened: false, final: false };
+      if (!ready) return { happened: false };
       const digests = Object.keys(ready.digests).length > 0 ? formatDigest(ready.digests) : null;
       return {
         happened: true,
         content: { size: ready.contentLength, 'content-type': ready.contentType, 'repr-digest': digests },
       };
     }
-    if (ready || (await this.book.find(intent.content.id))) return { happened: false, final: false };
+    if (ready || (await this.book.find(intent.content.id))) return { happened: false };
     return { happened: true, content: {} };
   }
 }

@@ -50,7 +50,7 @@ export interface FactContent {
  */
 export interface ContentEvents {
   intend(fact: ContentFact, ownerId: string, content: FactContent): Promise<unknown>;
-  publish(intent: unknown, content?: Partial<FactContent>): Promise<void>;
+  publish(intent: unknown): Promise<void>;
 }
 
 /** No events (no webhooks configured, or a test without them). */
