@@ -25,8 +25,12 @@ export interface Delivery {
   failures: number;
 }
 
-/** How long a published event's id is remembered, so that a late writer of the same fact publishes nothing. */
-const PUBLISHED_KEPT_MS = 7 * 24 * 3_600_000;
+/**
+ * How long a published event's id is remembered, so that a late writer of the same fact publishes
+ * nothing. Late writers are requests racing the first (a second DELETE, a completion's successor):
+ * minutes at most; a day keeps a wide margin while the set holds only a day of events.
+ */
+const PUBLISHED_KEPT_MS = 24 * 3_600_000;
 
 /**
  * The outbox of webhook events, in Redis. Before a fact (a content completed, deleted or expired)
