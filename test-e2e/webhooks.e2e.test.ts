@@ -242,7 +242,7 @@ describe('webhooks', () => {
 
     beforeAll(async () => {
       strict = await startService('content-service', {
-        env: contentReplicaEnv({ S3_BUCKET: bucket, WEBHOOKS_PER_OWNER: '2' }),
+        env: contentReplicaEnv({ S3_BUCKET: `${bucket}-strict`, WEBHOOKS_PER_OWNER: '2' }),
         logDir,
       });
       started.push(strict);
