@@ -1,6 +1,6 @@
 import type { Logger } from '@cp/logging';
 import { signWebhook, WEBHOOK_HEADERS } from '@cp/protocol';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { retryDelayMs, type RetrySchedule } from './backoff';
 import type { EventContent } from './events';
 import { postToReceiver } from './httpDelivery';
@@ -47,6 +47,7 @@ export class WebhookDispatcher {
   private readonly clock: () => number;
   private readonly outcomes: Counter<'outcome'>;
   private readonly intents: Counter<'outcome'>;
+  private readonly backlog: Gauge;
 
   constructor(
     private readonly outbox: Outbox,
@@ -69,6 +70,11 @@ export class WebhookDispatcher {
       name: 'webhook_intents_checked_total',
       help: 'Intents left unpublished by their writer, checked against their fact: published, dropped (no fact), postponed',
       labelNames: ['outcome'],
+      registers,
+    });
+    this.backlog = new Gauge({
+      name: 'webhook_deliveries_pending',
+      help: 'Deliveries waiting in the outbox (due, claimed or waiting for a retry), as last counted by this replica',
       registers,
     });
   }
@@ -105,6 +111,7 @@ export class WebhookDispatcher {
     };
     await Promise.all(Array.from({ length: Math.min(this.options.concurrency, due.length) }, worker));
     if (due.length === batchSize) this.again = true; // more may be due
+    this.backlog.set(await this.outbox.pending());
   }
 
   private schedule(ms: number): void {

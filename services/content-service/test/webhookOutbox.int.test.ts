@@ -144,6 +144,7 @@ describe('the webhook outbox in Redis', () => {
     const last = received[2]!;
     expect(JSON.parse(last.body)).toMatchObject({ id: intent!.id, type: 'content.completed', owner });
     expect(await registry.getSingleMetricAsString('webhook_deliveries_total')).toMatch(/outcome="delivered"} 1/);
+    expect(await registry.getSingleMetricAsString('webhook_deliveries_pending')).toMatch(/ 0$/m);
   });
 
   it('gives a delivery up once its retry window is over', async () => {
