@@ -1,4 +1,5 @@
-// The audit trail: every content creation, completion, download and deletion, every sign-in and
+// The audit trail: every content creation, completion, download and deletion, every webhook
+// created or deleted, every sign-in and
 // refresh, and every change made with the operators' command lines writes one JSON line (on the
 // stack's AUDIT_LOG file): who, what, which content, from where, which request, how it ended.
 // No secret ever appears in it.
@@ -69,6 +70,30 @@ describe('the audit trail', () => {
     expect(got.status).toBe(206);
     const [download] = await recorded((e) => e.content === id && e.event === 'content.download');
     expect(download).toMatchObject({ outcome: 'ok', status: 206, detail: { range: 'bytes=0-9' } });
+  });
+
+  it('records a webhook created and deleted, with the host it calls, never its secret', async () => {
+    const hooks = `${testStack().gatewayUrl}/v1/${owner}/webhooks`;
+    const created = await call(hooks, {
+      method: 'POST',
+      token,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://hooks.example.com/in?key=abc', events: ['content.deleted'] }),
+    });
+    expect(created.status).toBe(201);
+    const { id, secret } = created.json() as { id: string; secret: string };
+    expect((await call(`${hooks}/${id}`, { method: 'DELETE', token })).status).toBe(204);
+    const entries = await recorded((e) => e.content === id, 2);
+    expect(entries.map((e) => `${e.event} ${e.outcome} ${e.status}`)).toEqual([
+      'webhook.create ok 201',
+      'webhook.delete ok 204',
+    ]);
+    expect(entries[0]).toMatchObject({
+      owner,
+      actor: { kind: 'bearer', subject: owner },
+      detail: { host: 'hooks.example.com' },
+    });
+    expect(readFileSync(testStack().auditFile, 'utf8')).not.toContain(secret);
   });
 
   it('records a multipart content once: its creation by the first range, its completion by the last', async () => {

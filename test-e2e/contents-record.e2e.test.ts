@@ -53,7 +53,8 @@ describe('the record of a finished content', () => {
       prefix,
       logDir: join(dir, 'logs'),
       keysDir: testStack().keysDir,
-      contentEnv: { REDIS_URL: redisUrl, LOG_LEVEL: 'warn' },
+      // The webhook dispatcher's background rounds are no request's calls: one at start-up, then hourly here.
+      contentEnv: { REDIS_URL: redisUrl, LOG_LEVEL: 'warn', WEBHOOK_POLL_SECONDS: '3600' },
     });
     token = await tokenFor([owner]);
     for (let i = 0; i < 50 && !counter.isReady; i++) await new Promise((r) => setTimeout(r, 100));

@@ -223,6 +223,43 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     );
   });
 
+  it('CreateWebhook: 201, 400, 401, 403, 409; ListWebhooks: 200, 400, 401, 403; DeleteWebhook: 204, 400, 401, 403, 404', async () => {
+    const hookOwner = newOwner();
+    const hookToken = await tokenFor([hookOwner]);
+    const hooks = `${testStack().gatewayUrl}/v1/${hookOwner}/webhooks`;
+    const create = (body: unknown, auth?: string) =>
+      call(hooks, {
+        method: 'POST',
+        token: auth,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const registration = { url: 'https://example.com/hook', events: ['content.completed'] };
+    const got = await conforming(async () => {
+      const { id } = (await create(registration, hookToken)).json() as { id: string };
+      for (let i = 0; i < 10; i++) await create(registration, hookToken); // the eleventh: 409
+      await create({ url: 'ftp://example.com/', events: ['content.completed'] }, hookToken);
+      await create(registration);
+      await create(registration, otherToken);
+      await call(hooks, { token: hookToken });
+      await call(`${testStack().gatewayUrl}/v1/not-a-uuid/webhooks`, { token: hookToken });
+      await call(hooks);
+      await call(hooks, { token: otherToken });
+      await call(`${hooks}/${id}`, { method: 'DELETE', token: hookToken });
+      await call(`${hooks}/${id}`, { method: 'DELETE', token: hookToken });
+      await call(`${hooks}/not-a-uuid`, { method: 'DELETE', token: hookToken });
+      await call(`${hooks}/${id}`, { method: 'DELETE' });
+      await call(`${hooks}/${id}`, { method: 'DELETE', token: otherToken });
+    });
+    expect(new Set(got)).toEqual(
+      new Set([
+        ...[201, 400, 401, 403, 409].map((s) => `CreateWebhook ${s}`),
+        ...[200, 400, 401, 403].map((s) => `ListWebhooks ${s}`),
+        ...[204, 400, 401, 403, 404].map((s) => `DeleteWebhook ${s}`),
+      ]),
+    );
+  });
+
   describe('sign-in and sessions', () => {
     const pki = new TestPki();
     let root: Issued;
@@ -346,6 +383,9 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     'DirectPartSent',
     'ListContents',
     'DeleteContent',
+    'CreateWebhook',
+    'ListWebhooks',
+    'DeleteWebhook',
     'AuthenticateByCert',
     'ApproveCert',
     'RefreshSession',
@@ -369,6 +409,14 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     await call(`${v1}/${id}/direct-parts/1`, { method: 'POST', body: '{"etag":"x"}', headers: json });
     await call(`${v1}?limit=10`, { headers: auth });
     await call(`${v1}/${id}`, { method: 'DELETE', headers: auth });
+    const hooks = `${gateway}/v1/${owner}/webhooks`;
+    await call(hooks, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://example.com/hook', events: ['content.completed'] }),
+    });
+    await call(hooks, { headers: auth });
+    await call(`${hooks}/${id}`, { method: 'DELETE', headers: auth });
     await call(`${gateway}/auth/v5.13/authenticate-by-cert?apiKey=k`, { method: 'POST', body: 'cert' });
     await call(`${gateway}/auth/v5.13/approve-cert?thumbprint=${'A'.repeat(40)}&apiKey=k`, {
       method: 'POST',

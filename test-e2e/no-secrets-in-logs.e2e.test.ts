@@ -1,6 +1,7 @@
 // No credential reaches a log, at any level: a stack of its own logs at trace while sign-in,
 // refresh and /v1 calls carry sids, refresh tokens, api keys and a Bearer token in every form the
-// contract allows (query, header, cookie); then every service's log is searched for each of them.
+// contract allows (query, header, cookie), and a webhook's secret signs its deliveries; then every
+// service's log is searched for each of them.
 import { execFile } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { call } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { ROOT } from './support/signin';
 import { testStack } from './support/stack';
+import { WebhookReceiver } from './support/webhookReceiver';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- the plain-JS stack launcher
 const { startStack } = require('../tools/devstack/stack') as {
@@ -112,14 +114,15 @@ describe('credentials in logs', () => {
     // Direct transfer (on in the local stack): a presigned part URL, and a download's 307 to S3.
     const open = await call(`${gw}/v1/${owner}/contents`, {
       method: 'POST',
-      body: 'tail',
-      headers: { 'content-range': 'bytes 6-9/10' },
+      body: 'head',
+      // Two parts: the first holds these bytes, the second is still free to go straight to S3.
+      headers: { 'content-range': `bytes 0-3/${64 * 1024 * 1024 + 10}` },
       token,
     });
     expect(open.status).toBe(201);
     const parts = await call(`${gw}/v1/${owner}/contents/${(open.json() as { id: string }).id}/direct-parts`, {
       method: 'POST',
-      body: JSON.stringify({ parts: [{ part: 1 }] }),
+      body: JSON.stringify({ parts: [{ part: 2 }] }),
       headers: { 'content-type': 'application/json' },
       token,
     });
@@ -141,6 +144,27 @@ describe('credentials in logs', () => {
     secrets.set(stack.backing.S3_SECRET_ACCESS_KEY!, 'S3 secret key');
     secrets.set('X-Amz-Signature', 'a presigned URL');
     secrets.set('X-Amz-Credential', 'a presigned URL');
+    // A webhook: its secret is answered once, then signs a delivery; neither it nor a signature is logged.
+    const receiver = new WebhookReceiver();
+    const hookUrl = await receiver.start();
+    try {
+      const hook = await call(`${gw}/v1/${owner}/webhooks`, {
+        method: 'POST',
+        token,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: hookUrl, events: ['content.completed', 'content.deleted'] }),
+      });
+      expect(hook.status).toBe(201);
+      secrets.set(hook.json().secret as string, 'webhook secret');
+      const delivered = await call(`${gw}/v1/${owner}/contents`, { method: 'POST', body: 'hook me', token });
+      expect(
+        (await call(`${gw}/v1/${owner}/contents/${delivered.json().id}`, { method: 'DELETE', token })).status,
+      ).toBe(204);
+      await receiver.until(() => receiver.received.length >= 2);
+      for (const d of receiver.received) secrets.set(String(d.headers['webhook-signature']), 'webhook signature');
+    } finally {
+      await receiver.stop();
+    }
 
     // Refresh in the query form, then in the header form.
     const refreshed = async (res: Awaited<ReturnType<typeof call>>, form: string): Promise<void> => {

@@ -32,7 +32,7 @@ describe('Redis users', () => {
     expect(Object.keys(compose).sort()).toEqual([...USERS].sort());
     expect(compose.default).toBe('on nopass resetkeys resetchannels -@all +ping');
     expect(compose['content-service']).toMatch(
-      /^on resetkeys %R~sess:\* ~up:\* ~rl:v1:\* resetchannels -@all \+get \+ping /,
+      /^on resetkeys %R~sess:\* ~up:\* ~rl:v1:\* ~wh:\* resetchannels -@all \+get \+ping /,
     );
   });
 

@@ -186,6 +186,9 @@ async function startStack(opts = {}) {
         RECEIPT_CERTIFICATE_FILE: receiptSigner.certificateFile,
         // S3 is on loopback, reachable by every local client: direct transfer is on unless turned off.
         DIRECT_TRANSFER: process.env.DIRECT_TRANSFER || 'on',
+        // The local stack's webhook receivers run on this machine, over plain http.
+        WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_ALLOW_PRIVATE: 'true',
         ...(opts.contentEnv || {}),
       },
     });

@@ -8,15 +8,16 @@ import { ApiCalls, header } from './ApiCalls';
 import { DirectTransfer } from './DirectTransfer';
 import { DownloadJournal } from './DownloadJournal';
 import { checkRepr, digestsOf, reprDigests } from './digests';
-import { ContentStateError, IntegrityError, ReceiptError, TransportError } from './errors';
+import { ContentStateError, IntegrityError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
 import { uploadParts } from './PartUpload';
 import type { ContentStatus, DownloadOptions, StreamUploadOptions, UploadOptions } from './options';
 import { parseReceivedRanges, splitIntoParts } from './ranges';
-import { verifyReceipt, type VerifiedReceipt } from './Receipt';
+import { fetchReceipt, type VerifiedReceipt } from './Receipt';
 import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
+import { WebhookCalls } from './WebhookCalls';
 
 export type { Credentials, SessionPair } from './Session';
 export type { RetryNotice } from './RetryPolicy';
@@ -59,6 +60,8 @@ export class ContentClient {
   private readonly session: Session;
   private readonly api: ApiCalls;
   private readonly partSize: number;
+  /** The owner's webhooks: create, list, delete. */
+  readonly webhooks: WebhookCalls;
 
   constructor(options: ContentClientOptions) {
     this.transport = new Transport(options.proxyEnv === undefined ? process.env : options.proxyEnv);
@@ -66,6 +69,7 @@ export class ContentClient {
     const retries = new RetryPolicy({ retryForMs: options.retryForMs, onRetry: options.onRetry });
     this.session = new Session(this.transport, base, options.credentials, options, retries);
     this.api = new ApiCalls(this.transport, this.session, base, retries);
+    this.webhooks = new WebhookCalls(this.api);
     this.partSize = options.partSize ?? PART_SIZE;
     if (!Number.isInteger(this.partSize) || this.partSize < 1 || this.partSize > PART_SIZE)
       throw new RangeError(`partSize must be 1..${PART_SIZE}`);
@@ -212,19 +216,7 @@ export class ContentClient {
     id: string,
     opts: { certificate?: string | Buffer; signal?: AbortSignal } = {},
   ): Promise<VerifiedReceipt> {
-    const res = await this.api.call({
-      method: 'GET',
-      url: this.api.url(`/v1/${owner}/contents/${id}/receipt`),
-      headers: {},
-      signal: opts.signal,
-    });
-    const verified = await verifyReceipt(res.bytes, opts.certificate);
-    const { document } = verified;
-    if (document['content-id'] !== id.toLowerCase() || document['owner-id'] !== owner.toLowerCase())
-      throw new ReceiptError(
-        `the receipt is for content ${document['content-id']} of owner ${document['owner-id']}, not ${id} of ${owner}`,
-      );
-    return verified;
+    return fetchReceipt(this.api, owner, id, opts);
   }
 
   /**

@@ -3,6 +3,7 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import type { ContentReceipt } from './api';
 import { certificateDer } from './EncryptedKey';
+import type { ApiCalls } from './ApiCalls';
 import { ReceiptError } from './errors';
 
 const ID_DATA = '1.2.840.113549.1.7.1';
@@ -103,4 +104,26 @@ export async function verifyReceipt(der: Buffer, certificate?: string | Buffer):
       signingTime,
     },
   };
+}
+
+/** GET …/receipt, verified (see verifyReceipt), and checked to name this content and owner. */
+export async function fetchReceipt(
+  api: ApiCalls,
+  owner: string,
+  id: string,
+  opts: { certificate?: string | Buffer; signal?: AbortSignal },
+): Promise<VerifiedReceipt> {
+  const res = await api.call({
+    method: 'GET',
+    url: api.url(`/v1/${owner}/contents/${id}/receipt`),
+    headers: {},
+    signal: opts.signal,
+  });
+  const verified = await verifyReceipt(res.bytes, opts.certificate);
+  const { document } = verified;
+  if (document['content-id'] !== id.toLowerCase() || document['owner-id'] !== owner.toLowerCase())
+    throw new ReceiptError(
+      `the receipt is for content ${document['content-id']} of owner ${document['owner-id']}, not ${id} of ${owner}`,
+    );
+  return verified;
 }

@@ -30,6 +30,14 @@ export type ContentReceipt = components['schemas']['ContentReceipt'];
 export type ContentList = JsonOf<Answer<'ListContents', 200>>;
 /** One content of a listing. */
 export type ContentListItem = components['schemas']['ContentListItem'];
+/** `POST /v1/{ownerId}/webhooks` → 201: the webhook with its secret (shown only then). */
+export type CreatedWebhook = JsonOf<Answer<'CreateWebhook', 201>>;
+/** `GET /v1/{ownerId}/webhooks` → 200. */
+export type WebhookList = JsonOf<Answer<'ListWebhooks', 200>>;
+/** A webhook as listed (without its secret). */
+export type Webhook = components['schemas']['Webhook'];
+/** The events a webhook may subscribe to. */
+export type WebhookEventType = Webhook['events'][number];
 /** The error body of /v1. */
 export type ContentsError = components['schemas']['ContentsError'];
 /** The error body of /auth and /sessions. */

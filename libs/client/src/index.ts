@@ -1,4 +1,5 @@
-export { PART_SIZE } from '#protocol';
+export { PART_SIZE, verifyWebhookSignature, WEBHOOK_HEADERS, type WebhookHeaders } from '#protocol';
+export { WebhookCalls } from './WebhookCalls';
 export {
   ContentClient,
   type ContentClientOptions,
@@ -40,9 +41,13 @@ export type {
   ContentListItem,
   ContentReceipt,
   ContentsError,
+  CreatedWebhook,
   PartStored,
   SessionPairAnswer,
   UploadCreated,
   UploadState,
+  Webhook,
+  WebhookEventType,
+  WebhookList,
 } from './api';
 export type { components, operations, paths } from './generated/openapi';

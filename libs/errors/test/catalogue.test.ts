@@ -6,7 +6,7 @@ import { hasErrorCode, INTERNAL_ERRORS } from '../src/internalErrors';
 import { HINTS } from '../../client/src/errors';
 
 const ROOT = join(__dirname, '../../..');
-const CATALOGUE_FILE = 'libs/errors/src/catalogue.ts';
+const CATALOGUE_FILES = ['libs/errors/src/catalogue.ts', 'libs/errors/src/contentsErrors.ts'];
 const INTERNAL_FILE = 'libs/errors/src/internalErrors.ts';
 
 function sources(): { file: string; text: string }[] {
@@ -25,7 +25,7 @@ function sources(): { file: string; text: string }[] {
       if (statSync(join(ROOT, top, pkg)).isDirectory() && safeIsDir(src)) walk(src);
     }
   }
-  return found.filter((s) => s.file !== CATALOGUE_FILE && s.file !== INTERNAL_FILE);
+  return found.filter((s) => !CATALOGUE_FILES.includes(s.file) && s.file !== INTERNAL_FILE);
 }
 
 function safeIsDir(path: string): boolean {

@@ -7,6 +7,8 @@ export type AuditEvent =
   | 'content.complete'
   | 'content.download'
   | 'content.delete'
+  | 'webhook.create'
+  | 'webhook.delete'
   | 'session.signin'
   | 'session.refresh'
   | `admin.${string}`;

@@ -14,3 +14,4 @@ export {
   parseContentDigest,
   type DigestAlgorithm,
 } from './contentDigest';
+export { WEBHOOK_HEADERS, signWebhook, verifyWebhookSignature, type WebhookHeaders } from './webhookSignature';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   createClient,
   createSentinel,
@@ -7,7 +8,6 @@ import {
   type RedisScripts,
   type RedisSentinelType,
 } from 'redis';
-import { createHash } from 'node:crypto';
 import type { Logger } from '@cp/logging';
 
 export type { RedisScripts };
@@ -224,7 +224,7 @@ export function redisBackend<S extends RedisScripts>(client: Redis<S>) {
   };
 }
 
-/** A Lua script run by its SHA-1 on a connection made without `scripts` (see runScript). */
+/** A Lua script run by SHA-1 over any number of keys (see runScript). */
 export interface LuaScript {
   source: string;
   sha: string;
@@ -234,18 +234,19 @@ export function luaScript(source: string): LuaScript {
   return { source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
-/** Runs a script over one key: EVALSHA, and EVAL once when the server does not have it (after a restart or a failover). */
+/** EVALSHA with its keys and arguments, and EVAL once when the server does not have the script (after a restart or a failover). */
 export async function runScript<T = unknown, S extends RedisScripts = None>(
   client: Redis<S>,
   script: LuaScript,
-  key: string,
+  keys: string[],
   args: string[],
 ): Promise<T> {
+  const tail = [String(keys.length), ...keys, ...args];
   try {
-    return await redisCommand<T, S>(client, ['EVALSHA', script.sha, '1', key, ...args]);
+    return await redisCommand<T, S>(client, ['EVALSHA', script.sha, ...tail]);
   } catch (error) {
     if (!/NOSCRIPT/.test((error as Error).message)) throw error;
-    return redisCommand<T, S>(client, ['EVAL', script.source, '1', key, ...args]);
+    return redisCommand<T, S>(client, ['EVAL', script.source, ...tail]);
   }
 }
 

@@ -4,6 +4,7 @@ import { ServiceError } from '@cp/errors';
 import type { AuditLog, Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
 import { audited, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import type { SubscriberIndex, UrlPolicy, WebhookStore } from '@cp/webhooks';
 import type { DownloadService } from './downloads/DownloadService';
 import { describeContentRequest } from './http/auditContents';
 import { authenticate, type SessionValidator } from './http/authenticate';
@@ -11,6 +12,7 @@ import { contentsRouter } from './http/contentsRouter';
 import { directRouter } from './http/directRouter';
 import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
+import { webhooksRouter } from './http/webhooksRouter';
 import type { ContentListing } from './listing/ContentListing';
 import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
@@ -18,7 +20,7 @@ import type { UploadService } from './uploads/UploadService';
 
 export interface ContentAppDeps {
   logger: Logger;
-  /** The audit trail: each content's creation, completion, download and deletion. */
+  /** The audit trail: each content's creation, completion, download and deletion; webhooks created and deleted. */
   audit: AuditLog;
   metrics: ServiceMetrics;
   uploads: UploadService;
@@ -29,6 +31,7 @@ export interface ContentAppDeps {
   /** Requests per owner on /v1; null: no limit. */
   ownerLimit?: RequestRateLimiter | null;
   sessions: SessionValidator | null;
+  webhooks: { store: WebhookStore; index: SubscriberIndex; policy: UrlPolicy };
 }
 
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
@@ -42,6 +45,7 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     ...(deps.ownerLimit ? [ownerRateLimit(deps.ownerLimit)] : []),
     contentsRouter(deps.uploads, deps.downloads, deps.receipts, deps.listing),
     directRouter(deps.uploads),
+    webhooksRouter(deps.webhooks.store, deps.webhooks.index, deps.webhooks.policy),
   );
   app.use((req, _res, next) => {
     next(ServiceError.of('routeNotFound', `no route for ${req.method} ${req.path}`));

@@ -20,6 +20,7 @@ import { OwnerQuotas } from './quotas/OwnerQuotas';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { Presigner } from './store/Presigner';
 import { UploadSweeper } from './sweeper/UploadSweeper';
+import { startWebhooks } from './events/startWebhooks';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
 import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
@@ -92,6 +93,8 @@ startService({
       presigner ? 'direct transfer to S3 is enabled' : 'direct transfer is off',
     );
     const metrics = new ServiceMetrics('content-service');
+    const webhooks = startWebhooks({ config, redis, objects, book, logger, registry: metrics.registry });
+    await webhooks.index.refresh().catch(() => undefined); // until known, every owner may have webhooks
     const uploads = new UploadService(
       {
         book,
@@ -106,6 +109,7 @@ startService({
           logger,
         ),
         presigner,
+        events: webhooks.events,
       },
       {
         uploadTtlMs: config.UPLOAD_TTL_SECONDS * 1000,
@@ -167,9 +171,11 @@ startService({
       listing: new ContentListing(objects, book),
       bearer,
       sessions,
+      webhooks,
     });
     const onShutdown = async () => {
       await sweeper.stop();
+      await webhooks.dispatcher.stop();
       // Assemblies still running after their requests: given a few seconds to record their part
       // (otherwise their claims run out and a later request assembles the part again).
       await uploads.background.drain(5_000);

@@ -1,6 +1,7 @@
 // The content-service's Redis user (deploy/compose.yaml, k8s) keeps the unfinished uploads (up:*)
 // and may only read the sid cache: its cache reader works with that, any write to the cache is
-// refused by Redis itself, and so is any other service's key.
+// refused by Redis itself, and so is any other service's key. Its webhooks and their outbox (wh:*)
+// are exercised as this user in webhookOutbox.int.test.ts.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Principal } from '@cp/credentials';
 import { createLogger } from '@cp/logging';

@@ -19,6 +19,7 @@ const OPTIONS = {
   restart: { type: 'boolean', default: false },
   direct: { type: 'boolean', default: false },
   limit: { type: 'string' },
+  events: { type: 'string' },
   all: { type: 'boolean', default: false },
   'retry-for': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },

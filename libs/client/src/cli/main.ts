@@ -13,6 +13,7 @@ import { ls } from './commands/ls';
 import { receipt } from './commands/receipt';
 import { refresh } from './commands/refresh';
 import { rm } from './commands/rm';
+import { webhook } from './commands/webhook';
 import { status } from './commands/status';
 import { upload } from './commands/upload';
 import { defaultConfigPath, readConfig, resolveSettings, writeConfig } from './config';
@@ -34,6 +35,7 @@ const COMMANDS = new Map<string, Command>([
   ['receipt', receipt],
   ['ls', ls],
   ['rm', rm],
+  ['webhook', webhook],
 ]);
 
 export async function run(

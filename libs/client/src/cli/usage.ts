@@ -16,6 +16,10 @@ commands:
   ls [--limit 100] [--all]                           the owner's contents (id, state, size, type, created),
                                                      in id order: one page, or with --all every page
   rm <id>                                            delete a content (or abort its unfinished upload)
+  webhook add <url> [--events <list>]                register a receiver of the owner's events (default all:
+                                                     content.completed,content.deleted,content.expired); prints
+                                                     its signing secret, shown only this once
+  webhook ls | webhook rm <id>                       the owner's webhooks; delete one
   refresh                                            rotate the saved session
   --version, -V                                      print the version
   --help, -h                                         print this

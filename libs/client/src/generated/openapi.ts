@@ -185,6 +185,62 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/{ownerId}/webhooks': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    /**
+     * List webhooks
+     * @description The owner's webhooks, oldest first, without their secrets.
+     */
+    get: operations['ListWebhooks'];
+    put?: never;
+    /**
+     * Register a webhook
+     * @description Registers a URL to receive the owner's events (`content.completed`, `content.deleted`,
+     *     `content.expired`) as signed POSTs. The answer carries the signing `secret`: it is shown
+     *     only here. The URL must be `https://` and must not name a loopback, link-local, private or
+     *     unique-local address (unless the deployment allows it); at most 2048 characters, and an
+     *     owner has at most 10 webhooks (both configurable). Deliveries: docs/api.md#webhooks.
+     */
+    post: operations['CreateWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/{ownerId}/webhooks/{webhookId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `CreateWebhook` returned; anything but a UUID is 400. */
+        webhookId: string;
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete a webhook
+     * @description The webhook is gone, and so are its deliveries not made yet. Another owner's webhook is `404`, as an unknown one.
+     */
+    delete: operations['DeleteWebhook'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/auth/v5.13/authenticate-by-cert': {
     parameters: {
       query?: never;
@@ -463,6 +519,33 @@ export interface components {
       /** @description Who started it, `bearer:<token subject>` or `session:<user id>`. */
       uploader: string | null;
     };
+    WebhookRegistration: {
+      /**
+       * Format: uri
+       * @example https://example.com/hooks/contents
+       */
+      url: string;
+      events: ('content.completed' | 'content.deleted' | 'content.expired')[];
+    };
+    Webhook: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uri */
+      url: string;
+      events: ('content.completed' | 'content.deleted' | 'content.expired')[];
+      /** Format: date-time */
+      'created-at': string;
+    };
+    CreatedWebhook: components['schemas']['Webhook'] & {
+      /**
+       * @description The key of the HMAC-SHA256 in `Webhook-Signature`; shown only in this answer.
+       * @example whsec_3q2-7wEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+       */
+      secret: string;
+    };
+    WebhookList: {
+      items: components['schemas']['Webhook'][];
+    };
     ContentsError: {
       /**
        * @description A stable machine code, `urn:error:contents:<camelCaseCode>`: the content-service's codes
@@ -496,6 +579,11 @@ export interface components {
         | 'urn:error:contents:storageQuotaExceeded'
         | 'urn:error:contents:uploadQuotaExceeded'
         | 'urn:error:contents:contentNotFound'
+        | 'urn:error:contents:webhookNotFound'
+        | 'urn:error:contents:invalidWebhook'
+        | 'urn:error:contents:invalidWebhookUrl'
+        | 'urn:error:contents:invalidWebhookEvents'
+        | 'urn:error:contents:tooManyWebhooks'
         | 'urn:error:contents:routeNotFound'
         | 'urn:error:contents:contentNotReady'
         | 'urn:error:contents:totalConflict'
@@ -1513,6 +1601,135 @@ export interface operations {
           'application/json; charset=utf-8': components['schemas']['ContentsError'];
         };
       };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  ListWebhooks: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The webhooks. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['WebhookList'];
+        };
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  CreateWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['WebhookRegistration'];
+      };
+    };
+    responses: {
+      /** @description Registered; the secret is not shown again. */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['CreatedWebhook'];
+        };
+      };
+      /** @description `invalidWebhook` (not a JSON object), `invalidWebhookUrl`, `invalidWebhookEvents`. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `tooManyWebhooks`: the owner has as many webhooks as allowed. */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  DeleteWebhook: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `CreateWebhook` returned; anything but a UUID is 400. */
+        webhookId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      /** @description `webhookNotFound`: unknown webhook, or another owner's. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
       503: components['responses']['ContentsUnavailable'];
       504: components['responses']['UpstreamTimeout'];
     };

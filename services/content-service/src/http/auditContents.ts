@@ -3,15 +3,20 @@ import type { AuditActor } from '@cp/logging';
 import type { Described } from '@cp/service-kit';
 
 const CONTENT_PATH = /^\/v1\/([^/]+)\/contents(?:\/([^/]+))?(\/direct-parts\/[^/]+)?\/?$/;
+const WEBHOOK_PATH = /^\/v1\/([^/]+)\/webhooks(?:\/([^/]+))?\/?$/;
 
 /**
  * The audit records of a /v1 request: a content's creation, completion, download and deletion,
+ * a webhook's creation and deletion,
  * whether done or refused. Part writes that do not complete a content, HEADs and receipts are not
  * audited facts. The router tells what it learnt in `res.locals` (`contentId`, `completed`).
  */
 export function describeContentRequest(req: Request, res: Response): Described[] {
   // The path as sent (the router rewrites req.url while it routes).
-  const m = CONTENT_PATH.exec(req.originalUrl.split('?')[0]!);
+  const path = req.originalUrl.split('?')[0]!;
+  const hook = WEBHOOK_PATH.exec(path);
+  if (hook) return describeWebhookRequest(req, res, hook);
+  const m = CONTENT_PATH.exec(path);
   if (!m) return [];
   const owner = m[1]!.toLowerCase();
   const content = (m[2]?.toLowerCase() ?? (res.locals.contentId as string | undefined)) || null;
@@ -27,6 +32,27 @@ export function describeContentRequest(req: Request, res: Response): Described[]
   if (req.method === 'GET') return [{ ...base, event: 'content.download', detail: rangeOf(req) }];
   if (req.method === 'DELETE') return [{ ...base, event: 'content.delete' }];
   return [];
+}
+
+/** A webhook's creation or deletion (its id in `content`, the URL's host in detail; never its secret). */
+function describeWebhookRequest(req: Request, res: Response, m: RegExpExecArray): Described[] {
+  const base = { actor: actorOf(req), owner: m[1]!.toLowerCase() };
+  if (req.method === 'POST' && !m[2]) {
+    const id = (res.locals.webhookId as string | undefined) ?? null;
+    return [{ ...base, event: 'webhook.create', content: id, detail: { host: hostOf(req.body) } }];
+  }
+  if (req.method === 'DELETE' && m[2]) return [{ ...base, event: 'webhook.delete', content: m[2].toLowerCase() }];
+  return [];
+}
+
+function hostOf(body: unknown): string | null {
+  const url = (body as { url?: unknown } | undefined)?.url;
+  if (typeof url !== 'string') return null;
+  try {
+    return new URL(url).host.slice(0, 255);
+  } catch {
+    return null;
+  }
 }
 
 function actorOf(req: Request): AuditActor {

@@ -108,7 +108,7 @@ export class RedisQuotas {
   }
 
   private script<T = unknown>(script: LuaScript, ownerId: string, args: string[]): Promise<T> {
-    return runScript<T>(this.redis, script, this.key(ownerId), args);
+    return runScript<T>(this.redis, script, [this.key(ownerId)], args);
   }
 }
 

@@ -139,7 +139,7 @@ export class RedisUploadBook implements UploadBook {
   }
 
   private script(script: LuaScript, id: string, args: string[]): Promise<number> {
-    return runScript<number>(this.redis, script, this.key(id), args);
+    return runScript<number>(this.redis, script, [this.key(id)], args);
   }
 }
 

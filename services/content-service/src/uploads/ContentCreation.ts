@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PART_SIZE, type ContentRange } from '@cp/protocol';
+import { formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
 import type { UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
@@ -23,7 +23,7 @@ export class ContentCreation {
 
   /** The whole content in one request, stored with one PutObject. */
   async storeWhole(request: WriteRequest, knownTotal: number | null): Promise<WriteOutcome> {
-    const { clock } = this.ctx;
+    const { clock, events } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
@@ -31,13 +31,21 @@ export class ContentCreation {
     // A chunked body's length is known only at its end: as much of the most it may be as fits is held.
     const hold = await this.ctx.quotas.admit(request.ownerId, knownTotal ?? PART_SIZE, false, knownTotal === null);
     let size: number;
+    let intent: unknown;
     try {
+      intent = await events.intend('content.completed', request.ownerId, {
+        id,
+        size: knownTotal,
+        'content-type': contentType,
+        'repr-digest': request.sha256 ? formatDigest({ 'sha-256': request.sha256 }) : null,
+      });
       size = await this.putWhole(request, s3Key, contentType, metadata, knownTotal, hold);
     } catch (error) {
       await hold.release();
       throw error;
     }
     await hold.stored(size);
+    await events.publish(intent);
     return { id, completedNow: true, completed: true };
   }
 

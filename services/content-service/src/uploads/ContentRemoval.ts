@@ -23,7 +23,7 @@ export class ContentRemoval {
 
   /** Removes the owner's content `id`; 404 `contentNotFound` when the owner has none of that id. */
   async remove(ownerId: string, id: string): Promise<void> {
-    const { book, objects } = this.ctx;
+    const { book, objects, events } = this.ctx;
     const key = contentKey(ownerId, id);
     const deadline = Date.now() + this.ctx.leases.completionLeaseMs;
     for (let pause = 20; ; pause = Math.min(2 * pause, 250)) {
@@ -31,17 +31,25 @@ export class ContentRemoval {
       if (!record || record.ownerId !== ownerId) {
         const ready = await objects.head(key);
         if (!ready) throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+        const intent = await events.intend('content.deleted', ownerId, {
+          id,
+          size: ready.contentLength,
+          'content-type': ready.contentType,
+        });
         await objects.delete(key);
         await this.ctx.quotas.deleted(ownerId, ready.contentLength);
+        await events.publish(intent);
         return;
       }
       const mark = await this.expiry.mark(record);
       if (mark.kind === 'marked') {
+        const intent = await events.intend('content.deleted', ownerId, { id, size: mark.total });
         await this.cleanup.discard(record);
         // A completion whose holder died after S3 completed the object (its claim ran out, so the
         // mark was allowed): that object is this content too, and goes with it.
         await objects.delete(key);
         await book.cleanupDone(id);
+        await events.publish(intent);
         this.ctx.logger.info({ contentId: id }, 'an unfinished upload was deleted by its owner');
         return;
       }

@@ -182,7 +182,8 @@ export class UploadCompletion {
    * or by two requests racing on one part): those parts are dropped, to be sent again.
    */
   private async complete(record: UploadRecord, total: number, holder: string): Promise<boolean> {
-    const { book, commits, objects, metrics, clock, logger, leases } = this.ctx;
+    const { book, commits, objects, metrics, clock, logger, leases, events } = this.ctx;
+    let intent: unknown;
     const mine = (state: { completing: Date | null; completingBy?: string | null }) =>
       state.completing !== null && state.completingBy === holder;
     const heartbeat = new ClaimHeartbeat(
@@ -197,8 +198,11 @@ export class UploadCompletion {
     );
     try {
       // Noted before S3 completes the object: if this process dies after it, the sweeper still
-      // deletes the staged objects and bookkeeping (finishCleanup).
+      // deletes the staged objects and bookkeeping (finishCleanup), and its event is published
+      // when the dispatcher checks the fact.
       await book.noteCleanup(record._id, clock());
+      const completed = { id: record._id, size: total, 'content-type': record.contentType };
+      intent = await events.intend('content.completed', record.ownerId, completed);
       const state = await book.state(record._id);
       const expected = PartGrid.partCount(total);
       const parts = Array.from({ length: expected }, (_, i) => ({
@@ -250,6 +254,7 @@ export class UploadCompletion {
       throw error;
     }
     await heartbeat.stop();
+    await events.publish(intent);
     await this.cleanup
       .afterCompletion(record._id)
       .catch((error: unknown) =>

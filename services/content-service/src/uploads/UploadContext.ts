@@ -34,7 +34,33 @@ export interface UploadServiceDeps {
   quotas?: OwnerQuotas;
   /** Presigned URLs for direct transfer; null (the default) when the operator did not enable it. */
   presigner?: Presigner | null;
+  /** The events of completions, deletions and expiries; none when not given. */
+  events?: ContentEvents;
 }
+
+/** A fact an event reports. */
+export type ContentFact = 'content.completed' | 'content.deleted' | 'content.expired';
+
+/** What an event says of its content, as far as known. */
+export interface FactContent {
+  id: string;
+  size?: number | null;
+  'content-type'?: string | null;
+  'repr-digest'?: string | null;
+}
+
+/**
+ * Events recorded with the facts they report: `intend` before the fact (when it fails the fact
+ * must not happen: no fact without its event), `publish` after it (never fails; an intent left
+ * unpublished is published once its fact is checked). The intent is opaque here.
+ */
+export interface ContentEvents {
+  intend(fact: ContentFact, ownerId: string, content: FactContent): Promise<unknown>;
+  publish(intent: unknown): Promise<void>;
+}
+
+/** No events (no webhooks configured, or a test without them). */
+export const NO_EVENTS: ContentEvents = { intend: async () => null, publish: async () => undefined };
 
 /** What every unit of the upload machinery works with: the stores, the clock, the leases. */
 export interface UploadContext {
@@ -45,6 +71,7 @@ export interface UploadContext {
   logger: Logger;
   metrics: UploadMetrics;
   quotas: OwnerQuotas;
+  events: ContentEvents;
   clock: Clock;
   leases: Leases;
   uploadTtlMs: number;

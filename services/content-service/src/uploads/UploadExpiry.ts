@@ -47,7 +47,10 @@ export class UploadExpiry implements ExpiringUploads {
       logger.warn({ contentId: id }, 'an expired upload was complete in S3: its staging removed, the content kept');
       return false;
     }
+    const expired = { id, size: claimed.total, 'content-type': record.contentType };
+    const intent = await this.ctx.events.intend('content.expired', record.ownerId, expired);
     await this.cleanup.discard(record);
+    await this.ctx.events.publish(intent);
     this.ctx.metrics.swept.inc();
     return true;
   }

@@ -10,12 +10,13 @@ import { ReadyContentRewrites } from './ReadyContentRewrites';
 import { StageTimings } from './StageTimings';
 import { UploadCleanup } from './UploadCleanup';
 import { UploadCompletion } from './UploadCompletion';
-import type {
-  UploadContext,
-  UploadServiceDeps,
-  UploadServiceOptions,
-  WriteOutcome,
-  WriteRequest,
+import {
+  NO_EVENTS,
+  type UploadContext,
+  type UploadServiceDeps,
+  type UploadServiceOptions,
+  type WriteOutcome,
+  type WriteRequest,
 } from './UploadContext';
 import { UploadExpiry, type ExpiringUploads } from './UploadExpiry';
 import { UploadMetrics } from './UploadMetrics';
@@ -64,6 +65,7 @@ export class UploadService implements ExpiringUploads {
       logger: deps.logger,
       metrics: this.metrics,
       quotas: deps.quotas ?? new OwnerQuotas(null, deps.book, { bytes: null, uploads: null }, deps.logger),
+      events: deps.events ?? NO_EVENTS,
       clock: options.clock ?? (() => new Date()),
       leases: { completionLeaseMs: options.completionLeaseMs, assemblyLeaseMs: options.assemblyLeaseMs },
       uploadTtlMs: options.uploadTtlMs,

@@ -18,6 +18,8 @@ const ROUTE_LABELS: [RegExp, string][] = [
   [new RegExp(`^/v1/${UUID}/contents/?$`), '/v1/:ownerId/contents'],
   [new RegExp(`^/v1/${UUID}/contents/${UUID}/?$`), '/v1/:ownerId/contents/:contentId'],
   [new RegExp(`^/v1/${UUID}/contents/${UUID}/receipt/?$`), '/v1/:ownerId/contents/:contentId/receipt'],
+  [new RegExp(`^/v1/${UUID}/webhooks/?$`), '/v1/:ownerId/webhooks'],
+  [new RegExp(`^/v1/${UUID}/webhooks/${UUID}/?$`), '/v1/:ownerId/webhooks/:webhookId'],
   [/^\/auth\/v5\.\d+\/authenticate-by-cert\/?$/, '/auth/v5.x/authenticate-by-cert'],
   [/^\/auth\/v5\.\d+\/approve-cert\/?$/, '/auth/v5.x/approve-cert'],
   [/^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/, '/sessions/v5.x/sessions/refresh'],

@@ -1,0 +1,10 @@
+/** A code's status, family and default message (see catalogue.ts for the families). */
+export interface ErrorSpec {
+  readonly status: number;
+  readonly family: 'contents' | 'signin' | 'gateway';
+  /** Used when the throw site gives no more specific message. */
+  readonly message: string;
+  /** 503s carry Retry-After: this many seconds (5 unless said otherwise). */
+  readonly retryAfterSeconds?: number;
+  readonly internal?: true;
+}

@@ -1,0 +1,72 @@
+import type { Logger } from '@cp/logging';
+import type { Redis } from '@cp/redis';
+import { Outbox, SubscriberIndex, WebhookDispatcher, WebhookEvents, WebhookStore, type UrlPolicy } from '@cp/webhooks';
+import type { Registry } from 'prom-client';
+import type { ContentServiceConfig } from '../config';
+import type { ObjectStore } from '../store/ObjectStore';
+import type { UploadBook } from '../store/UploadBook';
+import type { ContentEvents } from '../uploads/UploadContext';
+import { ContentFacts } from './ContentFacts';
+
+export interface Webhooks {
+  store: WebhookStore;
+  index: SubscriberIndex;
+  policy: UrlPolicy;
+  events: ContentEvents;
+  dispatcher: WebhookDispatcher;
+}
+
+/**
+ * The webhooks of a content-service replica: the owners' subscriptions and the outbox in Redis
+ * (`wh:<bucket>:*`), the events its uploads record with their facts, and its dispatcher (started
+ * here, stopped at shutdown).
+ */
+export function startWebhooks(deps: {
+  config: ContentServiceConfig;
+  redis: Redis;
+  objects: ObjectStore;
+  book: UploadBook;
+  logger: Logger;
+  registry: Registry;
+}): Webhooks {
+  const { config: c, redis, logger } = deps;
+  const store = new WebhookStore(redis, c.S3_BUCKET, c.WEBHOOKS_PER_OWNER);
+  const index = new SubscriberIndex(store);
+  const outbox = new Outbox(redis, store.keys);
+  const policy: UrlPolicy = {
+    allowHttp: c.WEBHOOK_ALLOW_HTTP,
+    allowPrivate: c.WEBHOOK_ALLOW_PRIVATE,
+    maxLength: c.WEBHOOK_URL_MAX_LENGTH,
+  };
+  const facts = new ContentFacts(deps.objects, deps.book);
+  const dispatcher = new WebhookDispatcher(
+    outbox,
+    store,
+    index,
+    (intent) => facts.check(intent),
+    logger,
+    {
+      pollMs: c.WEBHOOK_POLL_SECONDS * 1000,
+      batchSize: c.WEBHOOK_BATCH_SIZE,
+      concurrency: c.WEBHOOK_CONCURRENCY,
+      timeoutMs: c.WEBHOOK_TIMEOUT_SECONDS * 1000,
+      // Longer than a delivery may take: a live dispatcher's claim never runs out under it.
+      leaseMs: (c.WEBHOOK_TIMEOUT_SECONDS + 30) * 1000,
+      retry: {
+        firstMs: c.WEBHOOK_RETRY_FIRST_SECONDS * 1000,
+        capMs: c.WEBHOOK_RETRY_MAX_SECONDS * 1000,
+        windowMs: c.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
+      },
+      intentWindowMs: c.WEBHOOK_INTENT_WINDOW_SECONDS * 1000,
+      checkDelayMs: c.WEBHOOK_CHECK_SECONDS * 1000,
+      policy,
+    },
+    deps.registry,
+  );
+  const events = new WebhookEvents(outbox, index, logger, {
+    checkDelayMs: c.WEBHOOK_CHECK_SECONDS * 1000,
+    onPublished: () => dispatcher.wake(),
+  });
+  dispatcher.start();
+  return { store, index, policy, events, dispatcher };
+}

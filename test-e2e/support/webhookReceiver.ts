@@ -1,0 +1,67 @@
+// A webhook receiver on 127.0.0.1 for the tests: records each delivery, answers as told.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface Delivered {
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The status it was answered with. */
+  status: number;
+  at: number;
+}
+
+export class WebhookReceiver {
+  readonly received: Delivered[] = [];
+  /** Statuses to answer, one per delivery, then `otherwise`. */
+  answers: number[] = [];
+  otherwise = 200;
+  /** How long to hold each delivery before answering. */
+  holdMs = 0;
+  private server: Server | null = null;
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const status = this.answers.shift() ?? this.otherwise;
+        const delivered = { headers: req.headers, body: Buffer.concat(chunks).toString(), status, at: Date.now() };
+        void sleep(this.holdMs).then(() => {
+          this.received.push(delivered);
+          res.statusCode = status;
+          res.end();
+        });
+      });
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+
+  /** The deliveries of one event id. */
+  of(eventId: string): Delivered[] {
+    return this.received.filter((d) => d.headers['webhook-id'] === eventId);
+  }
+
+  /** Deliveries whose body is about the content `contentId` with type `type`. */
+  about(contentId: string, type: string): Delivered[] {
+    return this.received.filter((d) => {
+      const e = JSON.parse(d.body) as { type: string; content: { id: string } };
+      return e.type === type && e.content.id === contentId;
+    });
+  }
+
+  /** Waits until `done()` holds, at most `ms`. */
+  async until(done: () => boolean, ms = 20_000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`not delivered within ${ms} ms: ${this.received.length} deliveries`);
+      await sleep(50);
+    }
+  }
+}
