@@ -1,7 +1,8 @@
 // The `content` CLI uploading 1 GiB through the gateway versus an `aws s3 cp`-style multipart
 // upload with @aws-sdk/lib-storage straight to the same S3 server, each as its own process:
 // MB/s and each client's peak RSS; then `content upload --direct` (direct transfer is on in the
-// bench's stack), the same way.   pnpm bench client [--gib 1]
+// bench's stack), the same way; then the same GiB downloaded by the CLI through the gateway, by the
+// CLI with --direct, and by ranged GetObjects straight from S3.   pnpm bench client [--gib 1]
 const { spawn } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
 const { mkdtempSync, openSync, writeSync, closeSync, readFileSync, rmSync } = require('node:fs');
@@ -85,6 +86,40 @@ async function main() {
     console.log(
       `content CLI --direct:    ${mbps(total, cliDirect.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${cliDirect.peakMiB.toFixed(0)} MiB   ratio to lib-storage ${(direct.seconds / cliDirect.seconds).toFixed(2)}`,
     );
+    // Downloads of what the CLI uploaded: the CLI through the gateway, with --direct (a 307 to S3 per
+    // range), and ranged GetObjects straight from S3 with the SDK, each as its own process.
+    const { id } = JSON.parse(cliDirect.out);
+    const cliGet = (extra) =>
+      measured(
+        process.execPath,
+        [
+          cli,
+          'download',
+          id,
+          path.join(dir, `down${extra.length}.bin`),
+          '--owner',
+          owner,
+          '--url',
+          stack.gatewayUrl,
+        ].concat(['--parallel', '4', '--json', ...extra]),
+        { CONTENT_TOKEN: token },
+      );
+    const viaGet = await cliGet([]);
+    const directGet = await cliGet(['--direct']);
+    const s3Get = await measured(
+      process.execPath,
+      [path.join(__dirname, '_s3-download.js'), Bucket, 'upload.bin', path.join(dir, 'down-s3.bin')],
+      {},
+    );
+    console.log(`\n${GIB} GiB to a file, 64 MiB ranges, 4 in flight`);
+    for (const [name, run] of [
+      ['content CLI via gateway', viaGet],
+      ['content CLI --direct', directGet],
+      ['SDK straight from S3', s3Get],
+    ])
+      console.log(
+        `${name.padEnd(24)}${mbps(total, run.seconds).toFixed(0).padStart(5)} MB/s   peak RSS ${run.peakMiB.toFixed(0)} MiB   ratio to the SDK ${(s3Get.seconds / run.seconds).toFixed(2)}`,
+      );
   } finally {
     await stack.stop();
     await purgeStackData(stack.prefix, stack.backing);

@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,8 @@ import { names, type ContentList, type ContentListItem } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DirectTransfer } from './DirectTransfer';
 import { DownloadJournal } from './DownloadJournal';
-import { checkRepr, digestsOf, reprDigests } from './digests';
+import { checkRepr, reprDigests } from './digests';
+import { fileDigests } from './fileDigests';
 import { ContentStateError, IntegrityError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
@@ -195,7 +196,7 @@ export class ContentClient {
     await journal.flush();
     const size = (await stat(partial)).size;
     if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
-    const digests = await digestsOf(createReadStream(partial, { highWaterMark: 1024 * 1024 }));
+    const digests = await fileDigests(partial, total);
     const sha256 = digests.sha256.toString('hex');
     if (opts.sha256 && opts.sha256.toLowerCase() !== sha256)
       throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);

@@ -1,0 +1,19 @@
+// A worker thread of fileDigests: the CRC-64/NVME of bytes [start, end) of a file, posted back.
+import { parentPort, workerData } from 'node:worker_threads';
+import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
+import { eachSlice } from './fileSlices';
+
+const { path, start, end } = workerData as { path: string; start: number; end: number };
+
+async function crcOf(): Promise<Buffer> {
+  const crc = new Crc64Nvme();
+  await eachSlice(path, start, end, (bytes) => crc.update(bytes));
+  return Buffer.from(await crc.digest());
+}
+
+crcOf().then(
+  (crc) => parentPort!.postMessage(crc),
+  (error: unknown) => {
+    throw error;
+  },
+);
