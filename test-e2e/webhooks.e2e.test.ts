@@ -226,6 +226,16 @@ describe('webhooks', () => {
     expect(stranger.status).toBe(404);
     expect(stranger.json().id).toBe('urn:error:contents:webhookNotFound');
     expect((await call(`${gateway.url}/v1/${owner}/webhooks`, { token: otherToken })).status).toBe(403);
+    // Refused for the owner before its body is looked at: a bad body to another owner's path is 403 too.
+    for (const body of ['{"url":', JSON.stringify({ url: receiverUrl, events: ['content.deleted'] })]) {
+      const refused = await call(`${gateway.url}/v1/${owner}/webhooks`, {
+        method: 'POST',
+        token: otherToken,
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      expect([refused.status, refused.json().id]).toEqual([403, 'urn:error:contents:ownerForbidden']);
+    }
 
     expect((await call(`${gateway.url}/v1/${owner}/webhooks/${hook.id}`, { method: 'DELETE', token })).status).toBe(
       204,

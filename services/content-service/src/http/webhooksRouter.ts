@@ -31,7 +31,13 @@ export function webhooksRouter(store: WebhookStore, index: SubscriberIndex, poli
       ),
     );
 
-  router.post('/:ownerId/webhooks', body, async (req, res) => {
+  // The owner is checked before the body is read: another owner's caller learns nothing from it.
+  const owner: RequestHandler = (req, _res, next) => {
+    requireOwner(req);
+    next();
+  };
+
+  router.post('/:ownerId/webhooks', owner, body, async (req, res) => {
     const ownerId = requireOwner(req);
     const { url, events } = readRegistration(req, policy);
     let created;
