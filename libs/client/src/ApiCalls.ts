@@ -7,6 +7,8 @@ export type Call = Omit<Sent, 'headers'> & {
   headers: Record<string, string>;
   /** Headers that depend on the attempt (a download's Range after a body broke off), merged over `headers`. */
   headersFor?: () => Record<string, string>;
+  /** Must not take effect twice: retried only after failures where the service surely did not act (see retryReason). */
+  once?: boolean;
 };
 
 /**
@@ -29,8 +31,8 @@ export class ApiCalls {
   /** One API call with credentials, retries and one refresh on 401. */
   call(req: Call): Promise<Received> {
     let refreshed = false;
-    const { headersFor, ...sent } = req;
-    return this.retries.run({ method: req.method, path: req.url.pathname, signal: req.signal }, async () => {
+    const { headersFor, once, ...sent } = req;
+    return this.retries.run({ method: req.method, path: req.url.pathname, signal: req.signal, once }, async () => {
       for (;;) {
         const sentWith = this.session.current;
         try {

@@ -50,14 +50,35 @@ const NETWORK_REASONS: Record<string, string> = {
 };
 
 /**
+ * The failures after which the service surely did not act on the request: refused before it was
+ * read (429, 503: the service refuses, or a dependency it needs is down) or never sent (no connection).
+ */
+const NOT_ACTED = new Set<number | string>([
+  429,
+  503,
+  'ECONNREFUSED',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+]);
+
+/**
  * Why an error is worth another attempt, or null when it is not: answers 408, 429, 500, 502, 503,
  * 504 and connections refused, reset or broken off. Every other answer (400, 401, 403, 404, 409,
- * 413, 416 ...) and local errors (a file that cannot be read) are final.
+ * 413, 416 ...) and local errors (a file that cannot be read) are final. `once`: the request must
+ * not take effect twice (a webhook's creation), so only failures after which the service surely
+ * did not act are retried, not a reset or a 502/504 that may have come after it acted.
  */
-export function retryReason(error: unknown): string | null {
-  if (error instanceof ApiError)
+export function retryReason(error: unknown, once = false): string | null {
+  if (error instanceof ApiError) {
+    if (once && !NOT_ACTED.has(error.status)) return null;
     return STATUS_REASONS[error.status] ? `${STATUS_REASONS[error.status]} (${error.status})` : null;
-  if (error instanceof TransportError) return (error.code && NETWORK_REASONS[error.code]) ?? null;
+  }
+  if (error instanceof TransportError) {
+    if (once && !NOT_ACTED.has(error.code ?? '')) return null;
+    return (error.code && NETWORK_REASONS[error.code]) ?? null;
+  }
   return null;
 }
 
@@ -100,7 +121,7 @@ export class RetryPolicy {
    * (then RetriesExhaustedError with the last failure as its cause).
    */
   async run<T>(
-    what: { method: string; path: string; signal?: AbortSignal },
+    what: { method: string; path: string; signal?: AbortSignal; once?: boolean },
     attempt: (n: number) => Promise<T>,
   ): Promise<T> {
     let firstFailure: number | null = null;
@@ -109,7 +130,7 @@ export class RetryPolicy {
         return await attempt(n);
       } catch (error) {
         if (what.signal?.aborted) throw what.signal.reason ?? error;
-        const reason = retryReason(error);
+        const reason = retryReason(error, what.once);
         if (reason === null || this.retryForMs === 0) throw error;
         const now = Date.now();
         firstFailure ??= now;

@@ -19,6 +19,8 @@ export class WebhookCalls {
       body: () => body,
       contentLength: body.length,
       signal,
+      // Sent again after a lost answer, it would register a second webhook whose secret nobody has.
+      once: true,
     });
     return JSON.parse(res.text) as CreatedWebhook;
   }

@@ -6,7 +6,10 @@ import {
   ApiError,
   ContentClient,
   RetriesExhaustedError,
+  RetryPolicy,
+  TransportError,
   parseRetryAfter,
+  retryReason,
   type ContentClientOptions,
   type RetryNotice,
 } from '../src';
@@ -343,5 +346,48 @@ describe('--retry-for', () => {
       30_000, 300_000, 3_600_000, 150_000, 500, 90_000, 0,
     ]);
     expect(['', 'soon', '5 minutes', '-1s', 'm'].map(parseDuration)).toEqual([null, null, null, null, null]);
+  });
+});
+
+describe('a request that must not take effect twice (once)', () => {
+  const api = (status: number) => new ApiError(status, 'x', 'x', null, null);
+  const net = (code: string) => new TransportError(code, { code });
+
+  it('is retried only where the service surely did not act: 429, 503, no connection', () => {
+    for (const retried of [api(429), api(503), net('ECONNREFUSED'), net('EHOSTUNREACH'), net('EAI_AGAIN')]) {
+      expect(retryReason(retried, true)).not.toBeNull();
+      expect(retryReason(retried)).toBe(retryReason(retried, true));
+    }
+    // What may come after the service acted: retried for other requests, not for this one.
+    for (const final of [
+      api(500),
+      api(502),
+      api(504),
+      api(408),
+      net('ECONNRESET'),
+      net('ANSWER_BROKE_OFF'),
+      net('EPIPE'),
+    ]) {
+      expect(retryReason(final)).not.toBeNull();
+      expect(retryReason(final, true)).toBeNull();
+    }
+    expect(retryReason(api(400), true)).toBeNull();
+  });
+
+  it('runs once after a reset, and again after a 503', async () => {
+    const policy = new RetryPolicy({ retryForMs: 5_000, random: () => 0 });
+    let calls = 0;
+    const reset = policy.run({ method: 'POST', path: '/w', once: true }, async () => {
+      calls++;
+      throw net('ECONNRESET');
+    });
+    await expect(reset).rejects.toBeInstanceOf(TransportError);
+    expect(calls).toBe(1);
+    calls = 0;
+    const answer = await policy.run({ method: 'POST', path: '/w', once: true }, async () => {
+      if (++calls === 1) throw api(503);
+      return 'created';
+    });
+    expect([answer, calls]).toEqual(['created', 2]);
   });
 });
