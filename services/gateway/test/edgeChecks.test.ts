@@ -144,9 +144,23 @@ describe('routeLabel', () => {
     expect(routeLabel(`/v1/${OWNER}/contents`)).toBe('/v1/:ownerId/contents');
     expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}`)).toBe('/v1/:ownerId/contents/:contentId');
     expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}/receipt`)).toBe('/v1/:ownerId/contents/:contentId/receipt');
+    expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}/direct-parts`)).toBe(
+      '/v1/:ownerId/contents/:contentId/direct-parts',
+    );
+    expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}/direct-parts/12`)).toBe(
+      '/v1/:ownerId/contents/:contentId/direct-parts/:part',
+    );
+    expect(routeLabel(`/v1/${OWNER}/webhooks`)).toBe('/v1/:ownerId/webhooks');
+    expect(routeLabel(`/v1/${OWNER}/webhooks/${OWNER}`)).toBe('/v1/:ownerId/webhooks/:webhookId');
     expect(routeLabel('/sessions/v5.12/sessions/refresh')).toBe('/sessions/v5.x/sessions/refresh');
     expect(routeLabel('/healthz')).toBe('/healthz');
-    for (const path of ['/x1', '/random-segment-123', '/v1/not-a-uuid/contents', '/auth/v5.13/unknown'])
+    for (const path of [
+      '/x1',
+      '/random-segment-123',
+      '/v1/not-a-uuid/contents',
+      '/auth/v5.13/unknown',
+      `/v1/${OWNER}/contents/${OWNER}/direct-parts/${'9'.repeat(40)}`,
+    ])
       expect(routeLabel(path)).toBe('other');
   });
 });

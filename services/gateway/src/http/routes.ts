@@ -18,6 +18,11 @@ const ROUTE_LABELS: [RegExp, string][] = [
   [new RegExp(`^/v1/${UUID}/contents/?$`), '/v1/:ownerId/contents'],
   [new RegExp(`^/v1/${UUID}/contents/${UUID}/?$`), '/v1/:ownerId/contents/:contentId'],
   [new RegExp(`^/v1/${UUID}/contents/${UUID}/receipt/?$`), '/v1/:ownerId/contents/:contentId/receipt'],
+  [new RegExp(`^/v1/${UUID}/contents/${UUID}/direct-parts/?$`), '/v1/:ownerId/contents/:contentId/direct-parts'],
+  [
+    new RegExp(`^/v1/${UUID}/contents/${UUID}/direct-parts/[0-9]{1,6}/?$`),
+    '/v1/:ownerId/contents/:contentId/direct-parts/:part',
+  ],
   [new RegExp(`^/v1/${UUID}/webhooks/?$`), '/v1/:ownerId/webhooks'],
   [new RegExp(`^/v1/${UUID}/webhooks/${UUID}/?$`), '/v1/:ownerId/webhooks/:webhookId'],
   [/^\/auth\/v5\.\d+\/authenticate-by-cert\/?$/, '/auth/v5.x/authenticate-by-cert'],
