@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { call, P, postPart, putPart, rangeOf, sha256, type Answer } from './support/http';
 import { cli } from './support/contentCli';
 import { closedPort } from './support/proxies';
-import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
+import { contentReplicaEnv, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
 import { testStack, tokenFor } from './support/stack';
 
 const MiB = 1024 * 1024;
@@ -42,16 +42,7 @@ describe('direct transfer', () => {
       logDir,
     });
     started.push(content);
-    const gateway = await startService('gateway', {
-      logDir,
-      env: {
-        LOG_LEVEL: 'warn',
-        CONTENT_SERVICE_URL: content.url,
-        AUTH_SERVICE_URL: stack.services['auth-service']!.url,
-        SESSION_SERVICE_URL: stack.services['session-service']!.url,
-      },
-    });
-    started.push(gateway);
+    const gateway = await startGatewayFor(content.url, logDir, started);
     offGateway = gateway.url;
     // URLs naming an S3 address nobody answers on: as for a client that cannot reach S3.
     const unreachable = await startService('content-service', {
@@ -63,16 +54,7 @@ describe('direct transfer', () => {
       logDir,
     });
     started.push(unreachable);
-    const front = await startService('gateway', {
-      logDir,
-      env: {
-        LOG_LEVEL: 'warn',
-        CONTENT_SERVICE_URL: unreachable.url,
-        AUTH_SERVICE_URL: stack.services['auth-service']!.url,
-        SESSION_SERVICE_URL: stack.services['session-service']!.url,
-      },
-    });
-    started.push(front);
+    const front = await startGatewayFor(unreachable.url, logDir, started);
     unreachableGateway = front.url;
   });
 

@@ -11,7 +11,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { createLogger } from '@cp/logging';
 import { newOwner, rangeOf } from './support/http';
-import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
+import { contentReplicaEnv, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
 import { testS3Client, testStack, tokenFor } from './support/stack';
 
 const run = promisify(execFile);
@@ -35,16 +35,7 @@ describe('per-owner quotas', () => {
     });
     const content = await startService('content-service', { logDir, env });
     started.push(content);
-    const front = await startService('gateway', {
-      logDir,
-      env: {
-        LOG_LEVEL: 'warn',
-        CONTENT_SERVICE_URL: content.url,
-        AUTH_SERVICE_URL: stack.services['auth-service']!.url,
-        SESSION_SERVICE_URL: stack.services['session-service']!.url,
-      },
-    });
-    started.push(front);
+    const front = await startGatewayFor(content.url, logDir, started);
     gateway = front.url;
     redis = connectRedis(stack.backing.REDIS_URL, createLogger({ service: 'test', level: 'silent' }));
   });

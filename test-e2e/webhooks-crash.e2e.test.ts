@@ -3,7 +3,7 @@
 // could retry. The intent written before the fact survives in Redis; the restarted service checks
 // the fact, publishes the event and delivers it once, signed. A Redis, content-service and gateway
 // of the test's own (the Redis is the one paused), on a bucket of its own.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,11 +13,10 @@ import { createLogger } from '@cp/logging';
 import { verifyWebhookSignature } from '@cp/protocol';
 import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { eventIdOf } from '@cp/webhooks';
-import { call } from './support/http';
 import { BackingServer } from './support/privateBacking';
-import { contentReplicaEnv, freePort, startService, type ServiceHandle } from './support/replicas';
-import { testStack, tokenFor } from './support/stack';
-import { WebhookReceiver } from './support/webhookReceiver';
+import { contentReplicaEnv, freePort, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
+import { testStack } from './support/stack';
+import { registerOwner, WebhookReceiver } from './support/webhookReceiver';
 
 describe('an event whose publication died with its process', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cp-hooks-crash-'));
@@ -52,17 +51,7 @@ describe('an event whose publication died with its process', () => {
     });
     contentPort = await freePort();
     const content = await startContent();
-    const { services } = testStack();
-    gateway = await startService('gateway', {
-      env: {
-        LOG_LEVEL: 'warn',
-        CONTENT_SERVICE_URL: content.url,
-        AUTH_SERVICE_URL: services['auth-service']!.url,
-        SESSION_SERVICE_URL: services['session-service']!.url,
-      },
-      logDir,
-    });
-    started.push(gateway);
+    gateway = await startGatewayFor(content.url, logDir, started);
   }, 120_000);
 
   afterAll(async () => {
@@ -75,16 +64,8 @@ describe('an event whose publication died with its process', () => {
 
   it('is published from its intent and delivered once after a restart', async () => {
     const url = await receiver.start();
-    const owner = randomUUID();
-    const token = await tokenFor([owner]);
-    const created = await call(`${gateway.url}/v1/${owner}/webhooks`, {
-      method: 'POST',
-      token,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url, events: ['content.completed'] }),
-    });
-    expect(created.status).toBe(201);
-    const { secret } = created.json() as { secret: string };
+    const { owner, token, hook } = await registerOwner(gateway.url, url, ['content.completed']);
+    const { secret } = hook;
     const intents = `wh:${bucket}:intents`;
     const due = `wh:${bucket}:due`;
 

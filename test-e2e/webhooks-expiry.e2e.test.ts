@@ -1,14 +1,14 @@
 // content.expired: an unfinished upload left without writes past UPLOAD_TTL_SECONDS is removed by
 // the sweeper, and its owner's webhook gets the event once, signed. A content-service (1 s time to
 // live, a sweep every second) and gateway of their own, on a bucket of their own.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { verifyWebhookSignature } from '@cp/protocol';
 import { call, rangeOf } from './support/http';
-import { contentReplicaEnv, startService, type ServiceHandle } from './support/replicas';
-import { testStack, tokenFor } from './support/stack';
-import { WebhookReceiver } from './support/webhookReceiver';
+import { contentReplicaEnv, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
+import { testStack } from './support/stack';
+import { registerOwner, WebhookReceiver } from './support/webhookReceiver';
 
 describe('the webhook of an expired upload', () => {
   const started: ServiceHandle[] = [];
@@ -29,17 +29,7 @@ describe('the webhook of an expired upload', () => {
       logDir,
     });
     started.push(content);
-    const { services } = testStack();
-    gateway = await startService('gateway', {
-      env: {
-        LOG_LEVEL: 'warn',
-        CONTENT_SERVICE_URL: content.url,
-        AUTH_SERVICE_URL: services['auth-service']!.url,
-        SESSION_SERVICE_URL: services['session-service']!.url,
-      },
-      logDir,
-    });
-    started.push(gateway);
+    gateway = await startGatewayFor(content.url, logDir, started);
   }, 120_000);
 
   afterAll(async () => {
@@ -49,16 +39,8 @@ describe('the webhook of an expired upload', () => {
 
   it('delivers content.expired once, signed, after the sweeper removed the upload', async () => {
     const url = await receiver.start();
-    const owner = randomUUID();
-    const token = await tokenFor([owner]);
-    const created = await call(`${gateway.url}/v1/${owner}/webhooks`, {
-      method: 'POST',
-      token,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url, events: ['content.expired'] }),
-    });
-    expect(created.status).toBe(201);
-    const { secret } = created.json() as { secret: string };
+    const { owner, token, hook } = await registerOwner(gateway.url, url, ['content.expired']);
+    const { secret } = hook;
     const begun = await call(`${gateway.url}/v1/${owner}/contents`, {
       method: 'POST',
       token,

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { verifyWebhookSignature } from '@cp/protocol';
 import { call, rangeOf } from './support/http';
-import { contentReplicaEnv, freePort, startService, type ServiceHandle } from './support/replicas';
+import { contentReplicaEnv, freePort, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
 import { testStack, tokenFor } from './support/stack';
-import { WebhookReceiver, type Delivered } from './support/webhookReceiver';
+import { registerOwner, WebhookReceiver, type Delivered } from './support/webhookReceiver';
 
 const HOOK_ENV = {
   WEBHOOK_ALLOW_HTTP: 'true',
@@ -41,20 +41,7 @@ describe('webhooks', () => {
     started.push(handle);
     return handle;
   };
-  const startGateway = async (contentUrl: string) => {
-    const { services } = testStack();
-    const handle = await startService('gateway', {
-      env: {
-        LOG_LEVEL: 'warn',
-        CONTENT_SERVICE_URL: contentUrl,
-        AUTH_SERVICE_URL: services['auth-service']!.url,
-        SESSION_SERVICE_URL: services['session-service']!.url,
-      },
-      logDir,
-    });
-    started.push(handle);
-    return handle;
-  };
+  const startGateway = (contentUrl: string) => startGatewayFor(contentUrl, logDir, started);
 
   beforeAll(async () => {
     receiverUrl = await receiver.start();
@@ -70,19 +57,10 @@ describe('webhooks', () => {
 
   /** An owner with its token and one webhook to the receiver; the secret as answered at creation. */
   async function ownerWithHook(events = ['content.completed', 'content.deleted', 'content.expired']) {
-    const owner = randomUUID();
-    const token = await tokenFor([owner]);
-    const created = await call(`${gateway.url}/v1/${owner}/webhooks`, {
-      method: 'POST',
-      token,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url: receiverUrl, events }),
-    });
-    expect(created.status).toBe(201);
-    const hook = created.json() as { id: string; secret: string; url: string; events: string[] };
-    expect(hook).toMatchObject({ url: receiverUrl, events });
-    expect(hook.secret).toMatch(/^whsec_/);
-    return { owner, token, hook };
+    const registered = await registerOwner(gateway.url, receiverUrl, events);
+    expect(registered.hook).toMatchObject({ url: receiverUrl, events });
+    expect(registered.hook.secret).toMatch(/^whsec_/);
+    return registered;
   }
 
   const contents = (owner: string, id?: string) => `${gateway.url}/v1/${owner}/contents${id ? `/${id}` : ''}`;

@@ -42,6 +42,29 @@ export function contentReplicaEnv(extra: Record<string, string> = {}): Record<st
 }
 
 /**
+ * A gateway in front of `contentUrl` (a content-service a test started with settings of its own)
+ * and of the test stack's auth- and session-services; pushed onto `started` once it runs.
+ */
+export async function startGatewayFor(
+  contentUrl: string,
+  logDir: string,
+  started: ServiceHandle[],
+): Promise<ServiceHandle> {
+  const { services } = testStack();
+  const gateway = await startService('gateway', {
+    logDir,
+    env: {
+      LOG_LEVEL: 'warn',
+      CONTENT_SERVICE_URL: contentUrl,
+      AUTH_SERVICE_URL: services['auth-service']!.url,
+      SESSION_SERVICE_URL: services['session-service']!.url,
+    },
+  });
+  started.push(gateway);
+  return gateway;
+}
+
+/**
  * An auth-service and a session-service of their own, with `env` added (rate limits, say), and a
  * gateway in front of them and of the test stack's content-service. Each is pushed onto `started`
  * as soon as it runs, so that the caller's cleanup stops whatever did start. Returns the gateway.

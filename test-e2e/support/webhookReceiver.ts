@@ -1,7 +1,10 @@
 // A webhook receiver on 127.0.0.1 for the tests: records each delivery, answers as told.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { call } from './http';
+import { tokenFor } from './stack';
 
 export interface Delivered {
   headers: IncomingHttpHeaders;
@@ -64,4 +67,19 @@ export class WebhookReceiver {
       await sleep(50);
     }
   }
+}
+
+/** A new owner with its token and one webhook to `url` for `events`, registered through `gatewayUrl`. */
+export async function registerOwner(gatewayUrl: string, url: string, events: string[]) {
+  const owner = randomUUID();
+  const token = await tokenFor([owner]);
+  const created = await call(`${gatewayUrl}/v1/${owner}/webhooks`, {
+    method: 'POST',
+    token,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url, events }),
+  });
+  if (created.status !== 201) throw new Error(`the webhook was answered ${created.status}: ${created.body.toString()}`);
+  const hook = created.json() as { id: string; secret: string; url: string; events: string[] };
+  return { owner, token, hook };
 }
