@@ -6,13 +6,8 @@
 // the same Range. Against the same GiB sent and read straight to S3 with @aws-sdk/client-s3 from
 // this process, `rounds` rounds alternating which path goes first; ratio = direct path / S3.
 const { randomUUID } = require('node:crypto');
-const {
-  CreateMultipartUploadCommand,
-  UploadPartCommand,
-  CompleteMultipartUploadCommand,
-  GetObjectCommand,
-} = require('@aws-sdk/client-s3');
-const { request, inFlight, timed, mbps, drain } = require('./_support');
+const { GetObjectCommand } = require('@aws-sdk/client-s3');
+const { request, inFlight, timed, mbps, drain, s3MultipartUpload } = require('./_support');
 
 async function directRounds({ api, auth, part, total, P, concurrency, s3, Bucket, rounds }) {
   const parts = total / P;
@@ -59,27 +54,7 @@ async function directRounds({ api, auth, part, total, P, concurrency, s3, Bucket
     if (sizes.reduce((a, b) => a + b, 0) !== total) throw new Error('the direct download was short');
   };
   const uploadS3 = async (Key) => {
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
-    const etags = await inFlight(
-      concurrency,
-      Array.from(
-        { length: parts },
-        (_, k) => async () =>
-          (
-            await s3.send(
-              new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }),
-            )
-          ).ETag,
-      ),
-    );
-    await s3.send(
-      new CompleteMultipartUploadCommand({
-        Bucket,
-        Key,
-        UploadId,
-        MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) },
-      }),
-    );
+    await s3MultipartUpload({ s3, Bucket, Key, parts, concurrency, part, P });
   };
   const downloadS3 = async (Key) => {
     const sizes = await inFlight(

@@ -2,7 +2,12 @@
 const fs = require('node:fs');
 const { execFileSync, spawn } = require('node:child_process');
 const path = require('node:path');
-const { S3Client } = require('@aws-sdk/client-s3');
+const {
+  S3Client,
+  CreateMultipartUploadCommand,
+  UploadPartCommand,
+  CompleteMultipartUploadCommand,
+} = require('@aws-sdk/client-s3');
 const stack = require('../tools/devstack/stack');
 
 const { backingEnv, ROOT } = stack;
@@ -161,8 +166,34 @@ function benchArgs(argv = process.argv.slice(2)) {
   );
 }
 
+/**
+ * A multipart upload of `parts` parts straight to S3, `concurrency` at once: each part sent by
+ * `sendPart(k, UploadId)` (1-based; its ETag), by default an UploadPart of `part` (`P` bytes).
+ */
+async function s3MultipartUpload({ s3, Bucket, Key, parts, concurrency, part, P, sendPart }) {
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
+  const send =
+    sendPart ??
+    (async (k) =>
+      (await s3.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k, Body: part, ContentLength: P })))
+        .ETag);
+  const etags = await inFlight(
+    concurrency,
+    Array.from({ length: parts }, (_, i) => () => send(i + 1, UploadId)),
+  );
+  await s3.send(
+    new CompleteMultipartUploadCommand({
+      Bucket,
+      Key,
+      UploadId,
+      MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) },
+    }),
+  );
+}
+
 module.exports = {
   benchArgs,
+  s3MultipartUpload,
   cpuMs,
   listeningPid,
   floorProcess,

@@ -15,7 +15,6 @@ const { createHash, randomBytes, randomUUID } = require('node:crypto');
 const {
   CreateBucketCommand,
   CreateMultipartUploadCommand,
-  UploadPartCommand,
   CompleteMultipartUploadCommand,
   GetObjectCommand,
 } = require('@aws-sdk/client-s3');
@@ -33,6 +32,7 @@ const {
   startStack,
   request,
   benchArgs,
+  s3MultipartUpload,
 } = require('./_support');
 const { purgeStackData } = require('../tools/devstack/purge');
 const { clientsArg, curlGet, curlPut, smallReadsGet } = require('./_clients');
@@ -103,29 +103,7 @@ async function main() {
     const Bucket = `${prefix}-direct`;
     await s3.send(new CreateBucketCommand({ Bucket }));
     const Key = 'direct-object';
-    const upS3 = await timed(async () => {
-      const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
-      const etags = await inFlight(
-        IN_FLIGHT,
-        Array.from(
-          { length: parts },
-          (_, k) => async () =>
-            (
-              await s3.send(
-                new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: k + 1, Body: part, ContentLength: P }),
-              )
-            ).ETag,
-        ),
-      );
-      await s3.send(
-        new CompleteMultipartUploadCommand({
-          Bucket,
-          Key,
-          UploadId,
-          MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) },
-        }),
-      );
-    });
+    const upS3 = await timed(() => s3MultipartUpload({ s3, Bucket, Key, parts, concurrency: IN_FLIGHT, part, P }));
     const downS3 = await timed(async () => {
       const sizes = await inFlight(
         IN_FLIGHT,

@@ -21,8 +21,6 @@ const { execFileSync } = require('node:child_process');
 const { randomBytes, randomUUID } = require('node:crypto');
 const {
   CreateBucketCommand,
-  CreateMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   DeleteBucketCommand,
@@ -40,6 +38,7 @@ const {
   s3Client,
   benchArgs,
   drain,
+  s3MultipartUpload,
 } = require('./_support');
 const { clientsArg, curlGet, smallReadsGet } = require('./_clients');
 const { SERVICE_NODE_ARGS } = require('../tools/devstack/stack');
@@ -112,24 +111,19 @@ async function measure(pids, fn) {
     upload: async () => {
       const Key = `floor-${keys.length}`;
       keys.push(Key);
-      const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket, Key }));
-      const etags = await inFlight(
-        4,
-        Array.from({ length: PARTS }, (_, k) => async () => {
-          const q = new URLSearchParams({ bucket: Bucket, key: Key, upload: UploadId, n: String(k + 1) });
+      await s3MultipartUpload({
+        s3,
+        Bucket,
+        Key,
+        parts: PARTS,
+        concurrency: 4,
+        sendPart: async (n, UploadId) => {
+          const q = new URLSearchParams({ bucket: Bucket, key: Key, upload: UploadId, n: String(n) });
           const res = await request('PUT', `${receiverProxy.url}/part?${q}`, {}, part, { keep: true });
           if (res.status !== 200) throw new Error(`floor PUT answered ${res.status}: ${res.body}`);
           return JSON.parse(res.body).etag;
-        }),
-      );
-      await s3.send(
-        new CompleteMultipartUploadCommand({
-          Bucket,
-          Key,
-          UploadId,
-          MultipartUpload: { Parts: etags.map((ETag, k) => ({ ETag, PartNumber: k + 1 })) },
-        }),
-      );
+        },
+      });
       floorKey = Key;
     },
     download: (client) =>
