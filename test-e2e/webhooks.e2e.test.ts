@@ -65,6 +65,26 @@ describe('webhooks', () => {
 
   const contents = (owner: string, id?: string) => `${gateway.url}/v1/${owner}/contents${id ? `/${id}` : ''}`;
 
+  /** A 20-byte content sent in two ranges (POST, then the PUT that completes it: 201); its id. */
+  async function uploadInTwo(owner: string, token: string): Promise<string> {
+    const bytes = randomBytes(20);
+    const first = await call(contents(owner), {
+      method: 'POST',
+      token,
+      body: bytes.subarray(0, 10),
+      headers: { 'content-range': rangeOf(0, 10, 20) },
+    });
+    const id = first.json().id as string;
+    const last = await call(contents(owner, id), {
+      method: 'PUT',
+      token,
+      body: bytes.subarray(10),
+      headers: { 'content-range': rangeOf(10, 20, 20) },
+    });
+    expect(last.status).toBe(201);
+    return id;
+  }
+
   const expectSigned = (d: Delivered, secret: string) =>
     expect(verifyWebhookSignature(secret, d.headers, d.body, 300)).toBe(true);
 
@@ -79,21 +99,7 @@ describe('webhooks', () => {
     expect(one.status).toBe(201);
     const oneId = one.json().id as string;
 
-    const bytes = randomBytes(20);
-    const first = await call(contents(owner), {
-      method: 'POST',
-      token,
-      body: bytes.subarray(0, 10),
-      headers: { 'content-range': rangeOf(0, 10, 20) },
-    });
-    const multiId = first.json().id as string;
-    const last = await call(contents(owner, multiId), {
-      method: 'PUT',
-      token,
-      body: bytes.subarray(10),
-      headers: { 'content-range': rangeOf(10, 20, 20) },
-    });
-    expect(last.status).toBe(201);
+    const multiId = await uploadInTwo(owner, token);
     expect((await call(contents(owner, oneId), { method: 'DELETE', token })).status).toBe(204);
 
     await receiver.until(
@@ -155,22 +161,7 @@ describe('webhooks', () => {
     receiver.otherwise = 503; // the receiver declines: the delivery stays in the outbox
     let id: string;
     try {
-      const bytes = randomBytes(20);
-      id = (
-        await call(contents(owner), {
-          method: 'POST',
-          token,
-          body: bytes.subarray(0, 10),
-          headers: { 'content-range': rangeOf(0, 10, 20) },
-        })
-      ).json().id as string;
-      const done = await call(contents(owner, id), {
-        method: 'PUT',
-        token,
-        body: bytes.subarray(10),
-        headers: { 'content-range': rangeOf(10, 20, 20) },
-      });
-      expect(done.status).toBe(201);
+      id = await uploadInTwo(owner, token);
       await receiver.until(() => receiver.about(id, 'content.completed').length > 0);
       await content.stop('SIGKILL');
     } finally {
