@@ -66,7 +66,21 @@ function tail(file) {
  * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled on the admin
  * port until it answers 200.
  */
-async function startService(name, { port, env = {}, logDir, readyPath, adminPort, nodeArgs = [] }) {
+async function startService(name, opts) {
+  // A port found free may be taken before the service binds it (by any connection's ephemeral
+  // port): a service whose ports were chosen here and that found one taken is started again on
+  // new ones, at most twice more.
+  const chosenHere = !opts.port && !opts.adminPort && !(opts.env && opts.env.ADMIN_PORT);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServiceOnce(name, opts);
+    } catch (error) {
+      if (!chosenHere || attempt === 3 || !/EADDRINUSE/.test(String(error.message))) throw error;
+    }
+  }
+}
+
+async function startServiceOnce(name, { port, env = {}, logDir, readyPath, adminPort, nodeArgs = [] }) {
   port = port || (await freePort());
   // Every service serves /readyz, /healthz/deps and /metrics on an admin port of its own, never on its API port.
   adminPort = adminPort || Number(env.ADMIN_PORT) || (await freePort());
