@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
-import { parseContentDigest, type DigestAlgorithm } from '#protocol';
+import { crc64nvme, parseContentDigest, type DigestAlgorithm } from '#protocol';
 import { IntegrityError } from './errors';
 
 /** A body's digests, as Content-Digest sends them and Repr-Digest names them for a whole content. */
@@ -13,12 +12,12 @@ export interface BodyDigests {
 /** The SHA-256 and CRC-64/NVME of a body, read through once. */
 export async function digestsOf(body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<BodyDigests> {
   const hash = createHash('sha256');
-  const crc = new Crc64Nvme();
+  const crc = await crc64nvme();
   for await (const chunk of body) {
     hash.update(chunk);
     crc.update(chunk);
   }
-  return { sha256: hash.digest(), crc64nvme: Buffer.from(await crc.digest()) };
+  return { sha256: hash.digest(), crc64nvme: crc.digest() };
 }
 
 /** The digests (hex) a Repr-Digest names; none for one that cannot be read. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
+import { crc64nvme } from '#protocol';
 import { checkRepr, combineCrc64, digestsOf, EMPTY_CRC64 } from '../src/digests';
 import { IntegrityError } from '../src/errors';
 
@@ -13,6 +14,24 @@ describe('CRC-64/NVME', () => {
   it('is the CRC-64/NVME of the catalogue (check value of "123456789")', async () => {
     expect((await digestsOf([Buffer.from('123456789')])).crc64nvme.toString('hex')).toBe('ae8b14860a799888');
     expect((await digestsOf([])).crc64nvme).toEqual(EMPTY_CRC64);
+  });
+
+  it("gives what AWS's own implementation gives, piece by piece, and again with a hasher used before", async () => {
+    for (const size of [0, 1, 7, 8, 4095, 1 << 20, (1 << 20) + 3]) {
+      const bytes = randomBytes(size);
+      const ours = await crc64nvme();
+      for (let at = 0; at < size; at += 65_521) ours.update(bytes.subarray(at, at + 65_521));
+      expect(ours.digest().toString('hex')).toBe((await crc(bytes)).toString('hex'));
+      expect(() => ours.digest()).toThrow(/already taken/);
+      expect(() => ours.update(bytes)).toThrow(/already taken/);
+    }
+    // Two at once, interleaved: each its own state.
+    const [a, b] = [randomBytes(5000), randomBytes(3000)];
+    const [ha, hb] = [await crc64nvme(), await crc64nvme()];
+    ha.update(a.subarray(0, 100));
+    hb.update(b);
+    ha.update(a.subarray(100));
+    expect([ha.digest(), hb.digest()]).toEqual([await crc(a), await crc(b)]);
   });
 
   it('combines the CRCs of parts into the CRC of the whole, whatever the lengths', async () => {

@@ -15,3 +15,4 @@ export {
   type DigestAlgorithm,
 } from './contentDigest';
 export { WEBHOOK_HEADERS, signWebhook, verifyWebhookSignature, type WebhookHeaders } from './webhookSignature';
+export { crc64nvme, type Crc64Nvme } from './crc64nvme';

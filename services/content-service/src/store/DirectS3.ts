@@ -3,8 +3,8 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { crc32 } from 'node:zlib';
-import { Crc64Nvme } from '@aws-sdk/crc64-nvme';
 import type { S3Client } from '@aws-sdk/client-s3';
+import { crc64nvme } from '@cp/protocol';
 import { SignatureV4 } from '@smithy/signature-v4';
 
 /** S3's answer when it is not a success: its status and error code. */
@@ -67,7 +67,7 @@ export class DirectS3 {
     const path = t.prefix + call.key.split('/').map(encodeURIComponent).join('/');
     const query = call.query ?? {};
     const framing =
-      call.trailer && call.body ? trailerFraming(Number(call.headers?.['content-length']), call.trailer) : null;
+      call.trailer && call.body ? await trailerFraming(Number(call.headers?.['content-length']), call.trailer) : null;
     const headers = { host: t.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', ...call.headers, ...framing?.headers };
     const signed = await t.signer.sign({
       method: call.method,
@@ -122,10 +122,10 @@ export type TrailingChecksum = 'crc32' | 'crc64nvme';
  * A body of `length` bytes as one aws-chunked chunk with its checksum in a trailer
  * (STREAMING-UNSIGNED-PAYLOAD-TRAILER): the bytes pass untouched, the checksum is taken as they pass.
  */
-function trailerFraming(
+async function trailerFraming(
   length: number,
   algorithm: TrailingChecksum,
-): { headers: Record<string, string>; send: ((body: Readable, req: ClientRequest) => void) | null } {
+): Promise<{ headers: Record<string, string>; send: ((body: Readable, req: ClientRequest) => void) | null }> {
   const name = `x-amz-checksum-${algorithm}`;
   // An empty body has no chunk to frame; its checksum (0, for both) goes as a header.
   if (length === 0)
@@ -133,6 +133,7 @@ function trailerFraming(
   const head = Buffer.from(`${length.toString(16)}\r\n`);
   const tail = (value: Buffer) => Buffer.from(`\r\n0\r\n${name}:${value.toString('base64')}\r\n\r\n`);
   const size = algorithm === 'crc32' ? 4 : 8;
+  const sum = await checksummer(algorithm);
   return {
     headers: {
       'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
@@ -142,32 +143,21 @@ function trailerFraming(
       'content-length': String(head.length + length + tail(Buffer.alloc(size)).length),
     },
     send(body: Readable, req: ClientRequest) {
-      const sum = checksummer(algorithm);
       req.write(head);
       body.on('data', (chunk: Buffer) => sum.update(chunk));
-      body.once(
-        'end',
-        () =>
-          void sum.digest().then(
-            (value) => req.end(tail(value)),
-            (error: unknown) => req.destroy(error as Error),
-          ),
-      );
+      body.once('end', () => req.end(tail(sum.digest())));
       body.pipe(req, { end: false });
     },
   };
 }
 
-/** CRC-32 by zlib (native); CRC-64/NVME by AWS's own JavaScript implementation. */
-function checksummer(algorithm: TrailingChecksum): { update(chunk: Buffer): void; digest(): Promise<Buffer> } {
-  if (algorithm === 'crc64nvme') {
-    const crc = new Crc64Nvme();
-    return { update: (chunk) => crc.update(chunk), digest: async () => Buffer.from(await crc.digest()) };
-  }
+/** CRC-32 by zlib (native); CRC-64/NVME in WebAssembly. */
+async function checksummer(algorithm: TrailingChecksum): Promise<{ update(chunk: Buffer): void; digest(): Buffer }> {
+  if (algorithm === 'crc64nvme') return crc64nvme();
   let crc = 0;
   return {
     update: (chunk) => (crc = crc32(chunk, crc)),
-    digest: async () => {
+    digest: () => {
       const value = Buffer.alloc(4);
       value.writeUInt32BE(crc);
       return value;
