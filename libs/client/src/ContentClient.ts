@@ -1,20 +1,18 @@
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
+import { PART_SIZE } from '#protocol';
 import { names, type ContentList, type ContentListItem } from './api';
 import { ApiCalls, header } from './ApiCalls';
 import { DirectTransfer } from './DirectTransfer';
-import { DownloadJournal } from './DownloadJournal';
-import { checkRepr, reprDigests } from './digests';
-import { fileDigests } from './fileDigests';
-import { ContentStateError, IntegrityError, TransportError } from './errors';
+import { reprDigests } from './digests';
+import { downloadToFile } from './FileDownload';
+import { ContentStateError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
 import { uploadParts } from './PartUpload';
 import type { ContentStatus, DownloadOptions, StreamUploadOptions, UploadOptions } from './options';
-import { parseReceivedRanges, splitIntoParts } from './ranges';
+import { parseReceivedRanges } from './ranges';
 import { fetchReceipt, type VerifiedReceipt } from './Receipt';
 import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
@@ -145,65 +143,7 @@ export class ContentClient {
     const status = await this.status(opts.owner, id, opts.signal);
     if (status.state !== 'ready' || status.total === null)
       throw new ContentStateError('contentNotReady', `content ${id} is still being uploaded`);
-    const total = status.total;
-    const partial = `${path}.partial`;
-    const journal = await DownloadJournal.open(`${partial}.json`, status.etag, total, opts.resume ?? false);
-    const file = await open(partial, journal.done.length ? 'r+' : 'w');
-    await file.truncate(total);
-    await file.close();
-    const chunks = splitIntoParts(total, opts.chunkSize ?? PART_SIZE);
-    const todo = chunks.map((c, i) => ({ ...c, i })).filter((c) => !journal.has(c.i));
-    let done = chunks.filter((_, i) => journal.has(i)).reduce((n, c) => n + c.end - c.start + 1, 0);
-    opts.onProgress?.({ done, total });
-    const direct = opts.direct ? new DirectTransfer(this.api) : null;
-    await inFlight(opts.concurrency ?? 4, todo, async (c) => {
-      // A range whose body broke off goes on from the last byte written, not from its start.
-      let from = c.start;
-      let sink: WriteStream | null = null;
-      const written = () => {
-        if (sink !== null) {
-          from += sink.bytesWritten;
-          done += sink.bytesWritten;
-          opts.onProgress?.({ done, total });
-          sink = null;
-        }
-      };
-      const get = (prefer: boolean) =>
-        this.api.call({
-          method: 'GET',
-          url: this.api.url(`/v1/${opts.owner}/contents/${id}`),
-          headers: prefer ? { [names.prefer]: 'redirect' } : {},
-          headersFor: () => {
-            written();
-            return { [names.range]: formatRange(from, c.end) };
-          },
-          signal: opts.signal,
-          sink: () => (sink = createWriteStream(partial, { flags: 'r+', start: from })),
-        });
-      let res = await get(direct !== null);
-      // Redirected: fetched from S3 with the same Range; through the service when that fails.
-      if (res.status === 307) {
-        const sinkAt = () => (sink = createWriteStream(partial, { flags: 'r+', start: from }));
-        res = (await direct!.follow(res, formatRange(from, c.end), sinkAt, opts.signal)) ?? (await get(false));
-      }
-      const cr = header(res, names.answerContentRange);
-      if (res.status !== 206 || cr !== formatContentRange({ start: from, end: c.end }, total))
-        throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
-      done += c.end - from + 1;
-      journal.add(c.i);
-      opts.onProgress?.({ done, total });
-    });
-    await journal.flush();
-    const size = (await stat(partial)).size;
-    if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
-    const digests = await fileDigests(partial, total);
-    const sha256 = digests.sha256.toString('hex');
-    if (opts.sha256 && opts.sha256.toLowerCase() !== sha256)
-      throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
-    checkRepr(status, digests, 'the download');
-    await rename(partial, path);
-    await journal.remove();
-    return { bytes: total, sha256 };
+    return downloadToFile(this.api, { ...status, total: status.total }, id, path, opts);
   }
 
   /**
@@ -269,23 +209,4 @@ export class ContentClient {
   refresh(signal?: AbortSignal): Promise<SessionPair> {
     return this.session.refresh(signal);
   }
-}
-
-/** Runs `work` over `items`, at most `limit` at a time; the first failure stops new work and is thrown. */
-async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed: unknown = null;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (failed === null && next < items.length) {
-        const item = items[next++]!;
-        try {
-          await work(item);
-        } catch (error) {
-          failed ??= error;
-        }
-      }
-    }),
-  );
-  if (failed !== null) throw failed;
 }
