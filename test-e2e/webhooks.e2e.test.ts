@@ -6,7 +6,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createLogger } from '@cp/logging';
 import { verifyWebhookSignature } from '@cp/protocol';
+import { closeRedis, connectRedis, redisCommand, redisReady } from '@cp/redis';
 import { call, rangeOf } from './support/http';
 import { contentReplicaEnv, freePort, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
 import { testStack, tokenFor } from './support/stack';
@@ -20,6 +22,7 @@ const HOOK_ENV = {
   WEBHOOK_RETRY_MAX_SECONDS: '2',
   WEBHOOK_CHECK_SECONDS: '2',
   WEBHOOKS_PER_OWNER: '3',
+  WEBHOOK_SECRET_KEYS: randomBytes(32).toString('base64url'),
 };
 
 describe('webhooks', () => {
@@ -184,6 +187,16 @@ describe('webhooks', () => {
     expect(listed.status).toBe(200);
     expect(listed.json().items).toEqual([expect.objectContaining({ id: hook.id, url: receiverUrl })]);
     expect(listed.body.toString()).not.toContain(hook.secret);
+    // What Redis holds of it is sealed: nothing of the secret shows.
+    const redis = connectRedis(testStack().backing.REDIS_URL, createLogger({ service: 'test', level: 'silent' }));
+    try {
+      await redisReady(redis, 5_000);
+      const stored = await redisCommand<string>(redis, ['HGET', `wh:${bucket}:hooks:${owner}`, hook.id]);
+      expect(JSON.parse(stored).secret).toMatch(/^v1\.[0-9a-f]{16}\./);
+      expect(stored).not.toContain(hook.secret.slice('whsec_'.length));
+    } finally {
+      await closeRedis(redis);
+    }
 
     const other = randomUUID();
     const otherToken = await tokenFor([other]);

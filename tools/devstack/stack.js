@@ -120,6 +120,11 @@ async function startStack(opts = {}) {
   // The content-service signs receipts with a key and self-signed certificate made here once.
   const receiptSigner = new DevReceiptSigner(keysDir);
   await receiptSigner.ensure();
+  // Webhook secrets are sealed in Redis under a key made here once (kept: Redis keeps what it sealed).
+  const webhookKeyFile = path.join(keysDir, 'webhook-secrets.key');
+  if (!fs.existsSync(webhookKeyFile))
+    fs.writeFileSync(webhookKeyFile, require('node:crypto').randomBytes(32).toString('base64url'), { mode: 0o600 });
+  const webhookSecretKey = fs.readFileSync(webhookKeyFile, 'utf8').trim();
   const backing = backingEnv();
   const ports = opts.ports || {};
   const services = [];
@@ -202,6 +207,7 @@ async function startStack(opts = {}) {
         DIRECT_TRANSFER: process.env.DIRECT_TRANSFER || 'on',
         // The local stack's webhook receivers run on this machine, over plain http.
         WEBHOOK_ALLOW_HTTP: 'true',
+        WEBHOOK_SECRET_KEYS: webhookSecretKey,
         WEBHOOK_ALLOW_PRIVATE: 'true',
         ...(opts.contentEnv || {}),
       },

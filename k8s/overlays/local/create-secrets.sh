@@ -27,7 +27,8 @@ apply secret generic redis-users --from-literal=REDIS_PASSWORD_CONTENT_SERVICE="
   --from-literal=REDIS_PASSWORD_SESSION_SERVICE="$redis_session" --from-literal=REDIS_PASSWORD_AUTH_SERVICE="$redis_auth"
 apply secret generic content-service-secrets \
   --from-literal=REDIS_URL="redis://content-service:$redis_content@redis:6379" \
-  --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret"
+  --from-literal=S3_ACCESS_KEY_ID="$s3_key" --from-literal=S3_SECRET_ACCESS_KEY="$s3_secret" \
+  --from-literal=WEBHOOK_SECRET_KEYS="$(random)"
 # One internal secret per calling service (k8s/secrets/internal-secrets.env.example).
 apply secret generic internal-secrets --from-literal=AUTH_TO_SESSION="$(random)" \
   --from-literal=CONTENT_TO_SESSION="$(random)" --from-literal=SESSION_TO_AUTH="$(random)"

@@ -8,7 +8,8 @@ import type { Delivery, Intent, Outbox } from './Outbox';
 import type { SubscriberIndex } from './SubscriberIndex';
 import type { UrlPolicy } from './urlPolicy';
 import { eventOf } from './WebhookEvents';
-import type { WebhookStore } from './WebhookStore';
+import { SecretUnreadable } from './SecretBox';
+import type { Webhook, WebhookStore } from './WebhookStore';
 
 /** What became of an intent's fact: it happened (with what is known of its content), or is not seen (yet). */
 export type FactSeen = { happened: true; content: Partial<EventContent> } | { happened: false };
@@ -163,7 +164,15 @@ export class WebhookDispatcher {
   private async deliver(delivery: Delivery): Promise<void> {
     const log = { eventId: delivery.event, webhookId: delivery.webhook, attempt: delivery.failures + 1 };
     try {
-      const hook = await this.store.find(delivery.owner, delivery.webhook);
+      let hook: Webhook | null;
+      try {
+        hook = await this.store.find(delivery.owner, delivery.webhook);
+      } catch (error) {
+        // Its key was taken out of the list: retried (a key put back opens it) until the window ends.
+        if (!(error instanceof SecretUnreadable)) throw error;
+        this.logger.error({ ...log, err: error }, 'a webhook secret does not open; its delivery waits');
+        return await this.failed(delivery, error.message, log);
+      }
       if (!hook) {
         await this.outbox.settle(delivery.id);
         this.outcomes.inc({ outcome: 'dropped' });

@@ -3,9 +3,10 @@ export { EVENT_TYPES, eventIdOf, isEventType, type EventContent, type EventType,
 export { DeliveryFailed, postToReceiver } from './httpDelivery';
 export { ownerGroup, WebhookKeys } from './keys';
 export { Outbox, type Delivery, type Intent } from './Outbox';
+export { SECRET_KEY_MIN_LENGTH, SecretBox, SecretUnreadable } from './SecretBox';
 export { SubscriberIndex } from './SubscriberIndex';
 export { DEFAULT_URL_POLICY, isPublicAddress, mayConnect, refuseUrl, type UrlPolicy } from './urlPolicy';
 export { WebhookDispatcher, type FactSeen, type WebhookDispatcherOptions } from './WebhookDispatcher';
 export { eventOf, WebhookEvents, type WebhookEventsOptions } from './WebhookEvents';
-export { TooManyWebhooks, WebhookStore, type ListedWebhook, type Webhook } from './WebhookStore';
+export { TooManyWebhooks, WebhookStore, type ListedWebhook, type ResealReport, type Webhook } from './WebhookStore';
 export { signWebhook, verifyWebhookSignature, WEBHOOK_HEADERS } from '@cp/protocol';

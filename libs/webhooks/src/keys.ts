@@ -10,12 +10,14 @@ export function ownerGroup(ownerId: string): string {
 
 /**
  * The Redis keys of webhooks, all under `wh:<ns>:` (ns: the bucket, as the uploads' `up:<ns>:`):
- * `hooks:<owner>` (hash id → webhook), `groups` (hash owner group → webhooks in it), `intents`
+ * `hooks:<owner>` (hash id → webhook), `owners` (hash owner → its webhooks, for a sweep over all of
+ * them), `groups` (hash owner group → webhooks in it), `intents`
  * (zset event id → check time) with `intent` (hash event id → intent), `due` (zset delivery id →
  * due time) with `delivery` (hash delivery id → delivery), `published` (zset event id → when).
  */
 export class WebhookKeys {
   readonly groups: string;
+  readonly owners: string;
   readonly intents: string;
   readonly intent: string;
   readonly due: string;
@@ -26,6 +28,7 @@ export class WebhookKeys {
   constructor(namespace: string) {
     this.prefix = `wh:${namespace}:`;
     this.groups = `${this.prefix}groups`;
+    this.owners = `${this.prefix}owners`;
     this.intents = `${this.prefix}intents`;
     this.intent = `${this.prefix}intent`;
     this.due = `${this.prefix}due`;

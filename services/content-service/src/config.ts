@@ -9,6 +9,7 @@ import {
   serviceSettings,
   z,
 } from '@cp/config';
+import { SECRET_KEY_MIN_LENGTH } from '@cp/webhooks';
 
 /** A claim's lease in seconds: at least 2 (renewal every third of it), at most 60 (a dead holder blocks its work that long). */
 const lease = (fallback: number) => z.coerce.number().int().min(2).max(60).default(fallback);
@@ -42,6 +43,10 @@ const webhookSettings = () => ({
   WEBHOOK_CHECK_SECONDS: env.int(60, 1),
   /** An intent whose fact is not seen within this long is dropped (longer than any request). */
   WEBHOOK_INTENT_WINDOW_SECONDS: env.int(3600, 60),
+  /** Keys that seal webhook secrets in Redis, comma-separated, the current one first (SecretBox). */
+  WEBHOOK_SECRET_KEYS: env.list().refine((keys) => keys.every((k) => k.length >= SECRET_KEY_MIN_LENGTH), {
+    message: `each key must be at least ${SECRET_KEY_MIN_LENGTH} characters`,
+  }),
 });
 
 /** Every setting of the content-service, read from the environment once at start-up. */

@@ -11,6 +11,7 @@ import { redisCommand } from '@cp/redis';
 import {
   eventIdOf,
   Outbox,
+  SecretBox,
   SubscriberIndex,
   WebhookDispatcher,
   WebhookEvents,
@@ -63,12 +64,21 @@ describe('the webhook outbox in Redis', () => {
   });
 
   /** A namespace of its own, an owner with one webhook, and a dispatcher on a clock the test moves. */
-  async function setup(options: { windowMs?: number; facts?: (i: Intent) => Promise<FactSeen> } = {}) {
-    const store = new WebhookStore(user.client, `wht-${randomBytes(4).toString('hex')}`, 3);
+  async function setup(
+    options: {
+      windowMs?: number;
+      facts?: (i: Intent) => Promise<FactSeen>;
+      /** The keys the webhook's secret is sealed with, and those the dispatcher has. */
+      keys?: { sealed: string[]; dispatcher: string[] };
+    } = {},
+  ) {
+    const ns = `wht-${randomBytes(4).toString('hex')}`;
+    const store = new WebhookStore(user.client, ns, 3, new SecretBox(options.keys?.dispatcher ?? []));
     const outbox = new Outbox(user.client, store.keys);
     const index = new SubscriberIndex(store);
     const owner = randomUUID();
-    const hook = await store.create(owner, url, ['content.completed', 'content.deleted'], new Date());
+    const maker = new WebhookStore(user.client, ns, 3, new SecretBox(options.keys?.sealed ?? []));
+    const hook = await maker.create(owner, url, ['content.completed', 'content.deleted'], new Date());
     const clock = { now: Date.now() };
     const registry = new Registry();
     const dispatcher = new WebhookDispatcher(
@@ -92,7 +102,7 @@ describe('the webhook outbox in Redis', () => {
       registry,
     );
     const events = new WebhookEvents(outbox, index, logger, { checkDelayMs: 60_000, clock: () => clock.now });
-    return { store, outbox, index, owner, hook, clock, dispatcher, events, registry };
+    return { ns, store, outbox, index, owner, hook, clock, dispatcher, events, registry };
   }
 
   it('publishes an event once: a second publication and a late intent of the same fact add nothing', async () => {
@@ -145,6 +155,22 @@ describe('the webhook outbox in Redis', () => {
     expect(JSON.parse(last.body)).toMatchObject({ id: intent!.id, type: 'content.completed', owner });
     expect(await registry.getSingleMetricAsString('webhook_deliveries_total')).toMatch(/outcome="delivered"} 1/);
     expect(await registry.getSingleMetricAsString('webhook_deliveries_pending')).toMatch(/ 0$/m);
+  });
+
+  it('holds back a delivery whose secret opens under no key; the key put back opens it again', async () => {
+    const [gone, current] = [randomBytes(32).toString('base64url'), randomBytes(32).toString('base64url')];
+    const { ns, outbox, owner, hook, clock, dispatcher, events, registry } = await setup({
+      keys: { sealed: [gone], dispatcher: [current] },
+    });
+    await events.publish(await events.intend('content.completed', owner, { id: randomUUID() }));
+    await dispatcher.runOnce();
+    expect(received).toHaveLength(0);
+    expect(await outbox.pending()).toBe(1);
+    expect(await registry.getSingleMetricAsString('webhook_deliveries_total')).toMatch(/outcome="failed"} 1/);
+    // The key put back (second in the list): the retry is signed with the webhook's own secret.
+    const back = new WebhookStore(user.client, ns, 3, new SecretBox([current, gone]));
+    const [due] = await outbox.claimDeliveries(clock.now + HOUR, 30_000, 10);
+    expect((await back.find(owner, due!.webhook))?.secret).toBe(hook.secret);
   });
 
   it('gives a delivery up once its retry window is over', async () => {

@@ -1,6 +1,14 @@
 import type { Logger } from '@cp/logging';
 import type { Redis } from '@cp/redis';
-import { Outbox, SubscriberIndex, WebhookDispatcher, WebhookEvents, WebhookStore, type UrlPolicy } from '@cp/webhooks';
+import {
+  Outbox,
+  SecretBox,
+  SubscriberIndex,
+  WebhookDispatcher,
+  WebhookEvents,
+  WebhookStore,
+  type UrlPolicy,
+} from '@cp/webhooks';
 import type { Registry } from 'prom-client';
 import type { ContentServiceConfig } from '../config';
 import type { ObjectStore } from '../store/ObjectStore';
@@ -30,7 +38,10 @@ export function startWebhooks(deps: {
   registry: Registry;
 }): Webhooks {
   const { config: c, redis, logger } = deps;
-  const store = new WebhookStore(redis, c.S3_BUCKET, c.WEBHOOKS_PER_OWNER);
+  const box = new SecretBox(c.WEBHOOK_SECRET_KEYS);
+  const store = new WebhookStore(redis, c.S3_BUCKET, c.WEBHOOKS_PER_OWNER, box);
+  if (!box.sealing) logger.warn('webhook secrets are kept in Redis as they are: set WEBHOOK_SECRET_KEYS to seal them');
+  else resealInBackground(store, box, logger);
   const index = new SubscriberIndex(store);
   const outbox = new Outbox(redis, store.keys);
   const policy: UrlPolicy = {
@@ -69,4 +80,20 @@ export function startWebhooks(deps: {
   });
   dispatcher.start();
   return { store, index, policy, events, dispatcher };
+}
+
+/**
+ * Seals, once at start-up and off every request's path, the secrets not sealed under the current
+ * key; says what it did, so that an operator knows when an older key may go.
+ */
+function resealInBackground(store: WebhookStore, box: SecretBox, logger: Logger): void {
+  store.resealAll().then(
+    (report) => {
+      const fields = { ...report, key: box.currentKeyId };
+      if (report.unreadable === 0) logger.info(fields, 'every webhook secret is sealed under the current key');
+      else logger.error(fields, 'some webhook secrets open under no key of WEBHOOK_SECRET_KEYS; their deliveries wait');
+    },
+    (error: unknown) =>
+      logger.warn({ err: error }, 'could not seal the webhook secrets anew; the next start tries again'),
+  );
 }
