@@ -3,7 +3,7 @@ import { open, rename, stat } from 'node:fs/promises';
 import { formatContentRange, formatRange, PART_SIZE } from '#protocol';
 import { names } from './api';
 import { header, type ApiCalls } from './ApiCalls';
-import { checkRepr } from './digests';
+import { checkRepr, type BodyDigests } from './digests';
 import { DirectTransfer } from './DirectTransfer';
 import { DownloadJournal } from './DownloadJournal';
 import { IntegrityError, TransportError } from './errors';
@@ -45,6 +45,7 @@ export async function downloadToFile(
     done += bytes;
     opts.onProgress?.({ done, total });
   });
+  let digests: BodyDigests;
   try {
     await inFlight(opts.concurrency ?? 4, todo, async (c) => {
       await fetch(c);
@@ -52,14 +53,14 @@ export async function downloadToFile(
       written[c.i] = true;
       hashUpTo();
     });
-  } catch (error) {
+    await journal.flush();
+    const size = (await stat(partial)).size;
+    if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
+    digests = await hashing.digests();
+  } finally {
+    // Whatever failed, no worker is left waiting for bytes (it would keep the process alive).
     await hashing.close();
-    throw error;
   }
-  await journal.flush();
-  const size = (await stat(partial)).size;
-  if (size !== total) throw new IntegrityError(`downloaded ${size} bytes, the content has ${total}`);
-  const digests = await hashing.digests();
   const sha256 = digests.sha256.toString('hex');
   if (opts.sha256 && opts.sha256.toLowerCase() !== sha256)
     throw new IntegrityError(`SHA-256 of the download is ${sha256}, expected ${opts.sha256}`);
