@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { createLogger } from '@cp/logging';
 import { newOwner, rangeOf } from './support/http';
@@ -162,6 +162,24 @@ describe('per-owner quotas', () => {
     });
     expect(rest.status).toBe(201);
     expect((await postRange(owner, token, 10, 20)).status).toBe(201);
+  });
+
+  it('lets exactly as many racing uploads begin as the quota of uploads allows, and leaves nothing of the others', async () => {
+    const owner = newOwner();
+    const token = await tokenFor([owner]);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => postRange(owner, token, 10, 20)));
+    const begun = answers.filter((a) => a.status === 201);
+    expect(begun).toHaveLength(2);
+    for (const a of answers.filter((x) => x.status !== 201))
+      expect([a.status, a.body.id]).toEqual([403, 'urn:error:contents:uploadQuotaExceeded']);
+    expect(await listed(owner, token)).toEqual(begun.map((a) => a.body.id as string).sort());
+    // The refused ones' multipart uploads in S3 were aborted: only the two begun are open.
+    const open = await testS3Client().send(
+      new ListMultipartUploadsCommand({ Bucket: env.S3_BUCKET, Prefix: `contents/${owner}/` }),
+    );
+    expect((open.Uploads ?? []).map((u) => u.Key).sort()).toEqual(
+      begun.map((a) => `contents/${owner}/${a.body.id as string}`).sort(),
+    );
   });
 
   it('pnpm admin quota sets an owner’s limits and shows its usage recounted from S3, correcting counters left off', async () => {

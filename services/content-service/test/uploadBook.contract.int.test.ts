@@ -5,6 +5,7 @@ import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
 import { RedisUploadBook } from '../src/store/RedisUploadBook';
 import {
   emptyPart,
+  OwnedLimitReached,
   StaleBookRead,
   type PartRanges,
   type UploadBook,
@@ -344,6 +345,23 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
       expect(paged).toEqual(ids.filter((id) => id !== ids[5]).sort());
       await book.remove(randomUUID()); // an unknown one: no harm
       expect(await book.ownedUploads(owner, null, 100)).toHaveLength(24);
+    });
+
+    it('creates within the owner’s limit only, one at a time even when they race, and keeps nothing of a refused one', async () => {
+      const limited = randomUUID();
+      await created({ ownerId: limited });
+      const racing = Array.from({ length: 8 }, () => newRecord({ ownerId: limited }));
+      const outcomes = await Promise.allSettled(racing.map((r) => book.create(r, 3)));
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(2);
+      for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toEqual(new OwnedLimitReached(3, 3));
+      expect(await book.ownedCount(limited)).toBe(3);
+      const refused = racing.filter((_, i) => outcomes[i]!.status === 'rejected');
+      for (const r of refused) expect(await book.find(r._id)).toBeNull();
+      expect((await book.expired(at(10 ** 12), 1000)).filter((id) => refused.some((r) => r._id === id))).toEqual([]);
+      // A place freed is a place again; other owners are not counted.
+      await book.remove((await book.ownedUploads(limited, null, 1))[0]!);
+      await expect(book.create(newRecord({ ownerId: limited }), 3)).resolves.toBeUndefined();
+      await expect(book.create(newRecord({ ownerId: randomUUID() }), 1)).resolves.toBeUndefined();
     });
 
     it('counts an owner’s uploads from their creation until their removal, and no other owner’s', async () => {

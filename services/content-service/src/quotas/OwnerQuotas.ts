@@ -1,7 +1,7 @@
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { isRefusal, UNLIMITED, type RedisQuotas } from '../store/RedisQuotas';
-import type { UploadBook } from '../store/UploadBook';
+import type { OwnedLimitReached, UploadBook } from '../store/UploadBook';
 
 /** The service's defaults, for owners without limits of their own; null: no limit. */
 export interface QuotaDefaults {
@@ -13,6 +13,8 @@ export interface QuotaDefaults {
 export interface Hold {
   /** How many bytes are held: what was asked, or less when `upTo` was asked (null: no quota). */
   readonly bytes: number | null;
+  /** The owner's limit of unfinished uploads, for the book to hold at the creation (none: no limit). */
+  readonly maxOwned?: number;
   /** The content is stored with `size` bytes: the hold becomes use. */
   stored(size: number): Promise<void>;
   /** Nothing was stored: the hold goes. */
@@ -51,12 +53,13 @@ export class OwnerQuotas {
   async admit(ownerId: string, bytes: number, unfinished: boolean, upTo = false): Promise<Hold> {
     const store = this.store;
     if (!store) return NO_HOLD;
-    if (unfinished) await this.checkUploads(store, ownerId);
+    const maxOwned = unfinished ? await this.checkUploads(store, ownerId) : undefined;
     const reserved = await store.reserve(ownerId, bytes, this.defaults.bytes ?? UNLIMITED, upTo);
     if (isRefusal(reserved)) throw storageQuotaExceeded(reserved.limit, reserved.held, upTo ? 1 : bytes);
     const held = reserved.held;
     return {
       bytes: held,
+      ...(maxOwned === undefined ? {} : { maxOwned }),
       stored: (size) => this.count(ownerId, -held, size),
       release: () => this.count(ownerId, -held, 0),
     };
@@ -85,16 +88,22 @@ export class OwnerQuotas {
     );
   }
 
-  private async checkUploads(store: RedisQuotas, ownerId: string): Promise<void> {
+  /** 403 for a creation the book refused: another took the owner's last place for an unfinished upload. */
+  static uploadsOverQuota(refused: OwnedLimitReached): ServiceError {
+    return uploadQuotaExceeded(refused.limit, refused.held);
+  }
+
+  /**
+   * Refuses early (before any S3 call) an upload past the owner's limit, and gives the limit for
+   * the book's create, which holds it atomically against racing creations.
+   */
+  private async checkUploads(store: RedisQuotas, ownerId: string): Promise<number | undefined> {
     const { limits } = await store.read(ownerId);
     const limit = limits.uploads ?? this.defaults.uploads ?? UNLIMITED;
-    if (limit === UNLIMITED) return;
+    if (limit === UNLIMITED) return undefined;
     const open = await this.book.ownedCount(ownerId);
-    if (open >= limit)
-      throw ServiceError.of(
-        'uploadQuotaExceeded',
-        `the owner's quota of unfinished uploads is ${limit}, and ${open} are open; complete or delete one first`,
-      );
+    if (open >= limit) throw uploadQuotaExceeded(limit, open);
+    return limit;
   }
 
   /** Counted after the fact, never failing its request: a count that fails is put right by the reconciliation. */
@@ -109,6 +118,13 @@ export class OwnerQuotas {
         ),
       );
   }
+}
+
+function uploadQuotaExceeded(limit: number, open: number): ServiceError {
+  return ServiceError.of(
+    'uploadQuotaExceeded',
+    `the owner's quota of unfinished uploads is ${limit}, and ${open} are open; complete or delete one first`,
+  );
 }
 
 function storageQuotaExceeded(limit: number, held: number, needed: number): ServiceError {

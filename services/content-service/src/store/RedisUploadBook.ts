@@ -2,6 +2,7 @@ import { luaScript as script, redisCommand, runScript, type LuaScript, type Redi
 import {
   emptyPart,
   emptyUploadState,
+  OwnedLimitReached,
   StaleBookRead,
   type PartRanges,
   type UploadBook,
@@ -34,7 +35,7 @@ export class RedisUploadBook implements UploadBook {
     this.cleanups = `up:${namespace}:~cleanup`;
   }
 
-  async create(record: UploadRecord): Promise<void> {
+  async create(record: UploadRecord, maxOwned?: number): Promise<void> {
     const { expiresAt, ...fixed } = record;
     // The indexes first: an entry without an upload is dropped by the sweeper (or skipped by a
     // listing), an upload without one would never expire (or never be listed).
@@ -42,7 +43,20 @@ export class RedisUploadBook implements UploadBook {
     // the creation died before its record (`own` alone does not make an upload: find() needs `rec`).
     await this.command(['ZADD', this.expiries, 'NX', String(expiresAt.getTime()), record._id]);
     await this.command(['HSET', this.key(record._id), 'own', record.ownerId]);
-    await this.command(['ZADD', this.owned(record.ownerId), '0', record._id]);
+    if (maxOwned === undefined) await this.command(['ZADD', this.owned(record.ownerId), '0', record._id]);
+    else {
+      const held = await runScript<number>(
+        this.redis,
+        ADD_OWNED,
+        [this.owned(record.ownerId)],
+        [record._id, String(maxOwned)],
+      );
+      if (held >= 0) {
+        await this.command(['DEL', this.key(record._id)]);
+        await this.command(['ZREM', this.expiries, record._id]);
+        throw new OwnedLimitReached(maxOwned, held);
+      }
+    }
     const created = await this.script(CREATE, record._id, [
       JSON.stringify(fixed),
       String(expiresAt.getTime()),
@@ -147,6 +161,13 @@ const CREATE = script(`
 if redis.call('HGET', KEYS[1], 'rec') then return 0 end
 redis.call('HSET', KEYS[1], 'v', '1', 'rec', ARGV[1], 'exp', ARGV[2], 'st', ARGV[3])
 return 1`);
+
+/** Adds the id to the owner's index if it holds fewer than ARGV[2]: -1; else how many it holds. */
+const ADD_OWNED = script(`
+local held = redis.call('ZCARD', KEYS[1])
+if held >= tonumber(ARGV[2]) then return held end
+redis.call('ZADD', KEYS[1], 0, ARGV[1])
+return -1`);
 
 const COMMIT = script(`
 local v = redis.call('HGET', KEYS[1], 'v')

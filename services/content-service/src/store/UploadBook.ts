@@ -10,8 +10,12 @@
  * an index ordered by time, `ownedUploads` an index per owner ordered by id, a page at a time.
  */
 export interface UploadBook {
-  /** Writes a new upload's record with empty bookkeeping (version 1). */
-  create(record: UploadRecord): Promise<void>;
+  /**
+   * Writes a new upload's record with empty bookkeeping (version 1). With `maxOwned`, only while
+   * the owner's index holds fewer ids, checked and added in one step (racing creations cannot both
+   * pass the last place); else OwnedLimitReached, and nothing of the upload stays.
+   */
+  create(record: UploadRecord, maxOwned?: number): Promise<void>;
   /** The upload's record; null when there is none (never made, completed, or removed). */
   find(id: string): Promise<UploadRecord | null>;
   /** The latest state; version 0 (and empty) when the upload has no bookkeeping. */
@@ -45,6 +49,18 @@ export interface UploadBook {
   /** Ids of cleanups noted and not done, oldest first, at most `limit`. */
   pendingCleanups(limit: number): Promise<string[]>;
   cleanupDone(id: string): Promise<void>;
+}
+
+/** A creation refused: the owner's index holds `held` uploads, and `limit` are allowed. */
+export class OwnedLimitReached extends Error {
+  override readonly name = 'OwnedLimitReached';
+  readonly code = 'CP_ERR_OWNED_LIMIT_REACHED';
+  constructor(
+    readonly limit: number,
+    readonly held: number,
+  ) {
+    super(`the owner has ${held} unfinished uploads, of ${limit} allowed`);
+  }
 }
 
 /** A read of a part from a version that is no longer the latest: the reader computes again. */

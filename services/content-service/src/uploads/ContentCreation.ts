@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
-import type { UploadRecord } from '../store/UploadBook';
+import { OwnedLimitReached, type UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
 import { contentKey } from './ObjectKeys';
@@ -103,10 +103,10 @@ export class ContentCreation {
           expiresAt: new Date(now.getTime() + uploadTtlMs),
         };
         try {
-          await book.create(created);
+          await book.create(created, hold.maxOwned);
         } catch (error) {
           await objects.abortMultipartUpload(s3Key, uploadId).catch(() => undefined);
-          throw error;
+          throw error instanceof OwnedLimitReached ? OwnerQuotas.uploadsOverQuota(error) : error;
         }
         return created;
       })

@@ -1,6 +1,7 @@
 import {
   emptyPart,
   emptyUploadState,
+  OwnedLimitReached,
   StaleBookRead,
   type PartRanges,
   type Piece,
@@ -18,8 +19,11 @@ export class MemoryUploadBook implements UploadBook {
   >();
   private readonly cleanups = new Map<string, number>();
 
-  async create(record: UploadRecord): Promise<void> {
+  async create(record: UploadRecord, maxOwned?: number): Promise<void> {
     if (this.uploads.has(record._id)) throw new Error(`upload ${record._id} exists already`);
+    // Counted and set without a yield between: atomic, as the Redis book's script.
+    const held = [...this.uploads.values()].filter((e) => e.record.ownerId === record.ownerId).length;
+    if (maxOwned !== undefined && held >= maxOwned) throw new OwnedLimitReached(maxOwned, held);
     this.uploads.set(record._id, {
       record: structuredClone(record),
       state: emptyUploadState(record._id, 1),
