@@ -30,6 +30,8 @@ export const INTERNAL_ERRORS = {
   CP_ERR_THUMBPRINT_TAKEN: 'a certificate is already registered to another user',
   CP_ERR_TOO_MANY_WEBHOOKS: 'an owner has as many webhooks as allowed already',
   CP_ERR_DELIVERY_FAILED: 'a webhook delivery got no answer: refused address, DNS, connection or timeout',
+  CP_ERR_WEBHOOK_SECRET_UNREADABLE: "a webhook's stored secret opens under no key of WEBHOOK_SECRET_KEYS",
+  CP_ERR_OWNED_LIMIT_REACHED: "an owner's index of unfinished uploads holds as many as its quota allows",
 } as const satisfies Record<`CP_ERR_${string}`, string>;
 
 export type InternalErrorCode = keyof typeof INTERNAL_ERRORS;
