@@ -521,28 +521,29 @@ async function main() {
         const pair = JSON.parse(r.body);
         s.Sid = pair.Sid;
         s.RefreshToken = pair.RefreshToken;
+        s.cached = true; // the new pair is held, as any the session-service writes
       }),
       sopts,
     );
     const byOwner = new Map(owners.map((o) => [o, []]));
     for (const c of contents) byOwner.get(c.owner).push(c.id);
-    const sidRow = await phase(
-      'GET, auth.sid of a stored session',
-      async () => {
-        const s = signin.sessions[Math.floor(Math.random() * SESSIONS)];
-        const ids = byOwner.get(s.owner);
-        const id = ids[Math.floor(Math.random() * ids.length)];
-        const res = await request(
-          'GET',
-          `${gwUrl}/v1/${s.owner}/contents/${id}`,
-          { authorization: `auth.sid ${s.Sid}` },
-          null,
-          opts,
-        );
-        check(res, 200, 'GET with auth.sid');
-      },
-      sopts,
-    );
+    const warm = signin.sessions.filter((s) => s.cached);
+    const cold = signin.sessions.filter((s) => !s.cached);
+    const getBySid = (among) => async () => {
+      const s = among[Math.floor(Math.random() * among.length)];
+      const ids = byOwner.get(s.owner);
+      const id = ids[Math.floor(Math.random() * ids.length)];
+      const res = await request(
+        'GET',
+        `${gwUrl}/v1/${s.owner}/contents/${id}`,
+        { authorization: `auth.sid ${s.Sid}` },
+        null,
+        opts,
+      );
+      check(res, 200, 'GET with auth.sid');
+    };
+    const sidRow = await phase('GET, auth.sid of a stored session', getBySid(warm), sopts);
+    const sidMissRow = await phase('GET, auth.sid not in the sid cache', getBySid(cold), sopts);
     const bearerRow = await phase(
       'GET, Bearer (reference)',
       async () => {
@@ -556,7 +557,19 @@ async function main() {
       sopts,
     );
 
-    summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs: PAIRS, unfinishedRows });
+    summary({
+      points,
+      seeding,
+      signin,
+      signInRow,
+      refreshRow,
+      sidRow,
+      sidMissRow,
+      bearerRow,
+      idle,
+      pairs: PAIRS,
+      unfinishedRows,
+    });
   } finally {
     await cleanup();
   }
@@ -708,9 +721,12 @@ async function seedSignIn(stack, owners) {
   repoSink.pairs = collecting();
   repoSink.refreshKeys = collecting();
   const quiet = { info() {}, warn() {}, error() {}, debug() {} };
+  // What SessionService.create holds in the Redis cache (the sid for its life), written after the documents.
+  const held = [];
+  const cacheSink = { hold: async (sidHash, session, now) => void held.push([sidHash, session, now]) };
   const service = new SessionService(
     repoSink,
-    null,
+    cacheSink,
     () => new Date(),
     {
       sidTtlMs: config.SID_TTL_SECONDS * 1000,
@@ -762,6 +778,27 @@ async function seedSignIn(stack, owners) {
   } finally {
     await mongo.close();
   }
+  // The cache, as the session-service fills it at each sign-in, for all but the last tenth of the
+  // sessions: those stand for sessions the cache lost (evicted, Redis replaced) or never held.
+  const { connectRedis, closeRedis } = require(path.join(ROOT, 'libs/redis/dist/index.js'));
+  const { SessionCache } = require(path.join(ROOT, 'libs/session-cache/dist/index.js'));
+  const redis = connectRedis(stack.backing.REDIS_URL, quiet);
+  try {
+    for (let i = 0; i < 250 && !redis.isReady; i++) await new Promise((r) => setTimeout(r, 20));
+    const cache = new SessionCache(redis, config.CACHE_TTL_SECONDS, config.SID_TTL_SECONDS);
+    const t = performance.now();
+    const warm = SESSIONS - Math.floor(SESSIONS / 10);
+    for (let k = 0; k < warm; k += 1000)
+      await Promise.all(
+        held.slice(k, Math.min(k + 1000, warm)).map(([h, session, now]) => cache.hold(h, session, now)),
+      );
+    for (let j = 0; j < SESSIONS; j++) sessions[j].cached = j < warm;
+    log(
+      `  the sid cache: ${warm} sessions held, as sign-in holds them, in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
+  } finally {
+    await closeRedis(redis);
+  }
   const tDone = performance.now();
   const timing = {
     certificates: (tUsers - t0) / 1000,
@@ -776,7 +813,19 @@ async function seedSignIn(stack, owners) {
   return { apiKey, users, sessions, pkcs8: new Uint8Array(userKey.privateKey).buffer, timing, written };
 }
 
-function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, bearerRow, idle, pairs, unfinishedRows }) {
+function summary({
+  points,
+  seeding,
+  signin,
+  signInRow,
+  refreshRow,
+  sidRow,
+  sidMissRow,
+  bearerRow,
+  idle,
+  pairs,
+  unfinishedRows,
+}) {
   const names = Object.keys(processes);
   const ratio = (a, b) => (a === undefined || b === undefined || !b ? 'n/a' : (a / b).toFixed(2));
   const line = (cells, widths) =>
@@ -834,7 +883,7 @@ function summary({ points, seeding, signin, signInRow, refreshRow, sidRow, beare
     `\nsign-in at scale: ${USERS} users, ${SESSIONS} sessions registered (bulk insert: ${signin.timing.total.toFixed(1)} s), ${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each:`,
   );
   log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed'], [34, 9, 9, 9, 9]));
-  for (const r of [signInRow, refreshRow, sidRow, bearerRow])
+  for (const r of [signInRow, refreshRow, sidRow, sidMissRow, bearerRow])
     log(line([r.label, fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors], [34, 9, 9, 9, 9]));
   log(
     `GET auth.sid / Bearer at ${SIGNIN_CONCURRENCY} in flight: rate ${ratio(sidRow.rate, bearerRow.rate)}, p50 ${ratio(sidRow.p50, bearerRow.p50)}, p99 ${ratio(sidRow.p99, bearerRow.p99)}`,

@@ -39,12 +39,21 @@ const BYPASS = 'bypass';
  * old answer from MongoDB can never overwrite a tombstone written by a rotation or revocation;
  * tombstones use a plain SET so they overwrite any fill. Every method throws RedisUnavailable when
  * Redis does not answer.
+ *
+ * Two kinds of fill: a reader's, from a MongoDB read that may be stale by the time it lands, lives
+ * `ttlSeconds` (short); the session-service's own, right after it wrote a new pair (`hold`), lives
+ * as long as the sid, so that a sid used after any idle time is still answered without MongoDB. A
+ * revocation's tombstone lives `revokedSeconds` (the longest a sid lives), so no late fill of any
+ * kind can bring a revoked sid back; a rotation's may be short, since the pair it ends is never
+ * filled by a writer again and a miss reads MongoDB, which knows it rotated.
  */
 export class SessionCache {
   constructor(
     private readonly redis: Redis,
-    /** Longest life of a fill or tombstone (readers that never write can leave the default). */
+    /** Longest life of a reader's fill, a bypass mark or a rotation's tombstone (readers that never write can leave the default). */
     private readonly ttlSeconds = 60,
+    /** Life of a revocation's tombstone: at least the longest a sid lives. */
+    private readonly revokedSeconds = ttlSeconds,
   ) {}
 
   async get(sidHash: string): Promise<CacheLookup> {
@@ -68,6 +77,18 @@ export class SessionCache {
     );
   }
 
+  /**
+   * Caches a pair the session-service has just written (a sign-in, a rotation's new pair) until
+   * its sid expires; a tombstone already there (a revocation that overtook it) stays.
+   */
+  async hold(sidHash: string, session: CachedSession, now: number): Promise<void> {
+    const seconds = Math.floor((session.sidExpiresAt - now) / 1000);
+    if (seconds < 1) return;
+    await redisCall(this.redis, (r) =>
+      r.set(key(sidHash), JSON.stringify(session), { expiration: { type: 'EX', value: seconds }, condition: 'NX' }),
+    );
+  }
+
   async fillDead(sidHash: string): Promise<void> {
     await redisCall(this.redis, (r) =>
       r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds }, condition: 'NX' }),
@@ -81,9 +102,17 @@ export class SessionCache {
     );
   }
 
+  /** The sid's pair was rotated: readers answer it dead, then (once this expires) read MongoDB, which says so too. */
   async tombstone(sidHash: string): Promise<void> {
     await redisCall(this.redis, (r) =>
       r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.ttlSeconds } }),
+    );
+  }
+
+  /** The sid's family was revoked: dead for as long as the sid could have lived, whatever fill comes late. */
+  async revoked(sidHash: string): Promise<void> {
+    await redisCall(this.redis, (r) =>
+      r.set(key(sidHash), DEAD, { expiration: { type: 'EX', value: this.revokedSeconds } }),
     );
   }
 }

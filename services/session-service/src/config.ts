@@ -36,7 +36,7 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SESSION_MAX_LIFETIME_SECONDS: env.int(90 * DAY, 1),
       /** A retry with a just-rotated refresh token (and its sid) gets the same new pair for this long. */
       REFRESH_GRACE_SECONDS: env.int(30, 0),
-      /** Longest time a sid lookup stays in Redis (also the tombstone lifetime). */
+      /** Longest time a lookup read from MongoDB stays in Redis (also a rotation's tombstone and a bypass mark); sessions the service writes stay as long as their sid. */
       CACHE_TTL_SECONDS: env.int(60, 1),
       SWEEP_INTERVAL_SECONDS: env.int(600, 1),
       ...rateLimitSettings(),

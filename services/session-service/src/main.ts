@@ -20,7 +20,7 @@ startService({
     const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
     const sessions = new SessionService(
       repo,
-      new SessionCache(redis, config.CACHE_TTL_SECONDS),
+      new SessionCache(redis, config.CACHE_TTL_SECONDS, config.SID_TTL_SECONDS),
       systemClock,
       {
         sidTtlMs: config.SID_TTL_SECONDS * 1000,
@@ -31,10 +31,16 @@ startService({
       logger,
       new HttpRegistrationChecker(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
     );
-    const sweeper = new SessionSweeper(repo, systemClock, logger, {
-      intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
-      familyMaxAgeMs: config.REFRESH_TTL_SECONDS * 1000,
-    });
+    const sweeper = new SessionSweeper(
+      repo,
+      systemClock,
+      logger,
+      {
+        intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
+        familyMaxAgeMs: config.REFRESH_TTL_SECONDS * 1000,
+      },
+      () => sessions.reassertRevocations(),
+    );
     sweeper.start();
 
     const metrics = new ServiceMetrics('session-service');

@@ -17,7 +17,7 @@ const USAGE = `usage:
   sessions revoke --user <uuid>     every session of the user stops working at once (sid and refresh token)
 environment: MONGODB_URL (default mongodb://127.0.0.1:27017/), MONGODB_DATABASE (default <CP_PREFIX|local>-sessions),
              REDIS_URL (default redis://127.0.0.1:6379) or REDIS_SENTINELS with REDIS_SENTINEL_MASTER, REDIS_USERNAME,
-             REDIS_PASSWORD; CACHE_TTL_SECONDS (default 60)`;
+             REDIS_PASSWORD; CACHE_TTL_SECONDS (default 60), SID_TTL_SECONDS (default 30 days)`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -56,12 +56,17 @@ async function main(argv: string[]): Promise<void> {
       process.env.MONGODB_DATABASE ||
       `${process.env.CP_PREFIX || 'local'}-sessions`;
     const repo = new SessionRepository(mongo.db(database));
-    // Tombstones in Redis stop replicas from answering from their cache; wait for it a moment.
-    const ready = await redisReady(redis, 3_000);
-    const ttl = Number(process.env.CACHE_TTL_SECONDS || 60);
+    // Tombstones in Redis stop replicas from answering from their cache, which holds a sid as long
+    // as it lives: no revocation without them.
+    if (!(await redisReady(redis, 3_000))) {
+      process.stderr.write('sessions: Redis does not answer; nothing was revoked, run the command again\n');
+      process.exitCode = 1;
+      return;
+    }
+    const sidSeconds = Number(process.env.SID_TTL_SECONDS || 30 * 24 * 3600);
     const sessions = new SessionService(
       repo,
-      new SessionCache(redis, ttl),
+      new SessionCache(redis, Number(process.env.CACHE_TTL_SECONDS || 60), sidSeconds),
       systemClock,
       { sidTtlMs: 0, refreshTtlMs: 0 },
       logger,
@@ -69,9 +74,6 @@ async function main(argv: string[]): Promise<void> {
     );
     const revoked = await sessions.revokeUser(userId);
     process.stdout.write(`revoked ${revoked} session${revoked === 1 ? '' : 's'} of user ${userId}\n`);
-    if (!ready && revoked > 0) {
-      process.stderr.write(`sessions: Redis did not answer; replicas may accept cached sids for up to ${ttl} s more\n`);
-    }
   } finally {
     await closeRedis(redis);
     await mongo.close();

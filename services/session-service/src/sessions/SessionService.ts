@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { RedisUnavailable } from '@cp/redis';
-import { cachedAnswer, newToken, sameHash, tokenHash, type CachedSession, type SessionCache } from '@cp/session-cache';
+import { newToken, sameHash, tokenHash, type SessionCache } from '@cp/session-cache';
 import type { RegistrationChecker } from '../clients/RegistrationChecker';
 import type { FamilyDoc, NextPair, RotationDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from '@cp/service-kit';
 import { openPair, sealPair } from './SealedPair';
+import { cachedSession, SidLookups, type ValidSession } from './SidLookups';
 
 export interface SessionLifetimes {
   sidTtlMs: number;
@@ -25,11 +25,6 @@ export interface IssuedPair {
   RefreshToken: string;
 }
 
-export interface ValidSession {
-  userId: string;
-  owners: string[];
-  thumbprint?: string; // the sign-in certificate's SHA-1 (hex), where it was signed in by one
-}
 /** Learns whose session a refresh is about, as soon as that is known (for the audit trail). */
 type OnUser = (userId: string, thumbprint: string | undefined) => void;
 
@@ -41,6 +36,7 @@ export class SessionService {
   private readonly maxLifetimeMs: number;
   private readonly graceMs: number;
   private readonly claimWaitMs: number;
+  private readonly lookups: SidLookups;
 
   constructor(
     private readonly repo: SessionRepository,
@@ -53,6 +49,7 @@ export class SessionService {
     this.maxLifetimeMs = lifetimes.maxLifetimeMs ?? 90 * 24 * 3600 * 1000;
     this.graceMs = lifetimes.graceMs ?? 30_000;
     this.claimWaitMs = lifetimes.claimWaitMs ?? 3_000;
+    this.lookups = new SidLookups(repo, cache, clock);
   }
 
   /** A new sign-in; `thumbprint` is the certificate's, checked again on every refresh. */
@@ -68,61 +65,28 @@ export class SessionService {
     };
     await this.repo.insertFamily(family);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
-    await this.repo.insertPair({
-      ...this.pairFor(issued, userId, owners, now, this.endOf(family)),
-      familyId: family._id,
-    });
+    const pair = this.pairFor(issued, userId, owners, now, this.endOf(family));
+    await this.repo.insertPair({ ...pair, familyId: family._id });
+    await this.hold(pair, family);
     return issued;
   }
 
-  /** The session a sid stands for, or null when it is unknown, expired, rotated or revoked. */
-  async validate(sid: string): Promise<ValidSession | null> {
-    const sidHash = tokenHash(sid);
-    if (!sidHash) return null;
-    const now = this.clock().getTime();
-    let cached: Awaited<ReturnType<SessionCache['get']>> | null = null;
-    try {
-      cached = await this.cache.get(sidHash);
-    } catch (error) {
-      if (!(error instanceof RedisUnavailable)) throw error;
-      // Redis down: MongoDB answers, nothing is cached.
-    }
-    const answer = cached ? cachedAnswer(cached, now) : undefined;
-    if (answer !== undefined) return answer;
-
-    const startedAt = performance.now();
-    const fresh = await this.lookup(sidHash, now);
-    // Fill only after a plain miss, and only with an answer read just now: a fill that lands after
-    // a tombstone expired must not bring back a session that was alive when it was read long ago.
-    if (cached?.kind === 'miss' && performance.now() - startedAt < 2_000) {
-      if (fresh.state === 'live') await this.cache.fillLive(sidHash, fresh.session, now).catch(() => undefined);
-      else if (fresh.state === 'dead') await this.cache.fillDead(sidHash).catch(() => undefined);
-    }
-    return fresh.state === 'live' ? (cachedAnswer({ kind: 'live', session: fresh.session }, now) ?? null) : null;
+  /**
+   * Caches a pair just written for as long as its sid lives, so that its lookups never need
+   * MongoDB (whose cost, on a server without indexes, grows with the sessions it holds). Failing
+   * changes nothing but speed: a miss reads MongoDB.
+   */
+  private async hold(pair: NextPair, family: Pick<FamilyDoc, '_id' | 'thumbprint'>): Promise<void> {
+    await this.cache
+      .hold(pair._id, cachedSession(pair, family), this.clock().getTime())
+      .catch((error: unknown) =>
+        this.logger.warn({ err: String(error) }, 'could not cache a new session; its lookups read MongoDB'),
+      );
   }
 
-  private async lookup(
-    sidHash: string,
-    now: number,
-  ): Promise<{ state: 'live'; session: CachedSession } | { state: 'dead' } | { state: 'unknown' }> {
-    const pair = await this.repo.findPairBySid(sidHash);
-    if (!pair) return { state: 'unknown' };
-    if (pair.sidExpiresAt.getTime() <= now) return { state: 'dead' };
-    const [rotation, family] = await Promise.all([
-      this.repo.findRotation(pair.refreshHash),
-      this.repo.findFamily(pair.familyId),
-    ]);
-    if (rotation || !family || family.revokedAt) return { state: 'dead' };
-    return {
-      state: 'live',
-      session: {
-        userId: pair.userId,
-        owners: pair.owners,
-        familyId: pair.familyId,
-        sidExpiresAt: pair.sidExpiresAt.getTime(),
-        ...(family.thumbprint ? { thumbprint: family.thumbprint } : {}),
-      },
-    };
+  /** The session a sid stands for, or null when it is unknown, expired, rotated or revoked. */
+  validate(sid: string): Promise<ValidSession | null> {
+    return this.lookups.validate(sid);
   }
 
   /**
@@ -235,6 +199,8 @@ export class SessionService {
       await this.revokeFamily(rotation.familyId, this.clock());
       throw ServiceError.of('SessionRevoked');
     }
+    // Held only now: a revocation from here on finds the new pair and overwrites this, or was first and its tombstone stays.
+    await this.hold(rotation.next!, after);
     return issued;
   }
 
@@ -265,19 +231,33 @@ export class SessionService {
     return families.length;
   }
 
-  /** Revokes a whole family (RFC 9700 §4.14): MongoDB first, then tombstones for every sid of it. */
+  /**
+   * Revokes a whole family (RFC 9700 §4.14). A cached sid may live as long as the sid itself, so
+   * the cache is told first: every sid of the family tombstoned (Redis not answering: 503, nothing
+   * revoked), then MongoDB, then the sids again, for a pair a rotation wrote in between. A 503
+   * after MongoDB said revoked asks for the revocation again (it is idempotent).
+   */
   async revokeFamily(familyId: string, now: Date): Promise<void> {
+    await this.tombstoneFamily(familyId);
     await this.repo.revokeFamily(familyId, now);
+    await this.tombstoneFamily(familyId);
+  }
+
+  /**
+   * Tombstones again every sid of the families revoked within a sid's life (at most `limit`, the
+   * latest first): a tombstone Redis lost (a restart that lost its last writes, a failover, a
+   * restored backup) cannot leave a revoked sid answered from the cache past the next sweep.
+   */
+  async reassertRevocations(limit = 1000): Promise<number> {
+    const since = new Date(this.clock().getTime() - this.lifetimes.sidTtlMs);
+    const families = await this.repo.familiesRevokedSince(since, limit);
+    for (const familyId of families) await this.tombstoneFamily(familyId);
+    return families.length;
+  }
+
+  private async tombstoneFamily(familyId: string): Promise<void> {
     const sidHashes = await this.repo.sidHashesOfFamily(familyId);
-    try {
-      await Promise.all(sidHashes.map((h) => this.cache.tombstone(h)));
-    } catch (error) {
-      // Cached entries live at most CACHE_TTL_SECONDS; MongoDB already says revoked.
-      this.logger.error(
-        { err: String(error), familyId },
-        'revoked a session family but could not tombstone its cached sids',
-      );
-    }
+    await Promise.all(sidHashes.map((h) => this.cache.revoked(h))).catch(redisDown);
   }
 
   /** The stored form of a new pair; neither expiry goes past the family's end. */

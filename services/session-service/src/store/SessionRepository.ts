@@ -75,6 +75,7 @@ export class SessionRepository {
     await this.rotations.createIndex({ expiresAt: 1 });
     await this.rotations.createIndex({ familyId: 1 });
     await this.families.createIndex({ createdAt: 1 });
+    await this.families.createIndex({ revokedAt: 1 });
     await this.refreshKeys.createIndex({ expiresAt: 1 });
   }
 
@@ -136,6 +137,16 @@ export class SessionRepository {
   /** The families (sign-ins) of a user not revoked yet. Not by `_id`: for the operator's command line, not a hot path. */
   async liveFamiliesOfUser(userId: string): Promise<string[]> {
     const docs = await this.families.find({ userId, revokedAt: null }, { projection: { _id: 1 } }).toArray();
+    return docs.map((d) => d._id);
+  }
+
+  /** Families revoked after `since`, at most `limit` (the most recent first). For the sweeper, not a request. */
+  async familiesRevokedSince(since: Date, limit: number): Promise<string[]> {
+    const docs = await this.families
+      .find({ revokedAt: { $gt: since } }, { projection: { _id: 1 } })
+      .sort({ revokedAt: -1 })
+      .limit(limit)
+      .toArray();
     return docs.map((d) => d._id);
   }
 
