@@ -8,9 +8,10 @@
 //    objects the gateway serves), each for --seconds at --concurrency in flight, keep-alive on both
 //    sides. Reads run before writes, so they see exactly the count they are labelled with.
 // 2. Registers --users users (a certificate each) and --sessions sessions in the databases, in bulk,
-//    with documents made by the services' own store classes (their built dist/), then measures
-//    certificate sign-in, refresh of a random stored session and a content GET authorised by a
-//    random session's auth.sid (with a Bearer GET at the same concurrency for reference).
+//    with documents made by the services' own store classes (their built dist/), holds nine in ten
+//    of the sessions in the sid cache as sign-in does, then measures certificate sign-in, refresh
+//    of a random stored session and a content GET authorised by the auth.sid of a random held
+//    session and of one not held (with a Bearer GET at the same concurrency for reference).
 // Every phase also reports the CPU time each process spent per request (utime + stime from
 // /proc/<pid>/stat). The S3, MongoDB-compatible and Redis servers are shared with whatever else runs
 // on the machine: their CPU includes any other user's load (the idle rates printed first tell).
@@ -122,7 +123,7 @@ const cpuOfAll = () => Object.fromEntries(Object.entries(processes).map(([n, p])
 
 const rows = [];
 /** Measures one phase: rate, p50, p99 of the successful calls, and CPU-ms per call of every process. */
-async function phase(label, op, { workers = CONCURRENCY, seconds = SECONDS, point = null } = {}) {
+async function phase(label, op, { workers = CONCURRENCY, seconds = SECONDS, point = null, mayAllFail = false } = {}) {
   const before = cpuOfAll();
   const r = await forDuration(workers, seconds, op);
   const after = cpuOfAll();
@@ -151,8 +152,23 @@ async function phase(label, op, { workers = CONCURRENCY, seconds = SECONDS, poin
       .map((n) => `${n} ${fmt(row.cpu[n])}`)
       .join(', ')}`,
   );
-  if (row.count === 0) throw new Error(`${label}: every request failed; first: ${row.firstError}`);
+  if (row.count === 0 && !mayAllFail) throw new Error(`${label}: every request failed; first: ${row.firstError}`);
   return row;
+}
+
+/**
+ * Waits (at most 60 s) until the MongoDB-compatible server's CPU falls under 100 ms per second:
+ * requests a phase gave up on may still be scanning there, and would weigh on the next phase.
+ */
+async function settleDatabase() {
+  if (!processes.mongo) return;
+  const started = performance.now();
+  for (;;) {
+    const before = cpuMs(processes.mongo.pid);
+    await new Promise((r) => setTimeout(r, 1000));
+    if (cpuMs(processes.mongo.pid) - before < 100 || performance.now() - started > 60_000) break;
+  }
+  log(`  (the database settled in ${((performance.now() - started) / 1000).toFixed(0)} s)`);
 }
 
 function check(res, status, what) {
@@ -506,6 +522,7 @@ async function main() {
       withFree(USERS, (i) => signInOnce(signin.users[i])),
       sopts,
     );
+    await settleDatabase();
     const refreshRow = await phase(
       'refresh of a stored session',
       withFree(SESSIONS, async (i) => {
@@ -523,7 +540,7 @@ async function main() {
         s.RefreshToken = pair.RefreshToken;
         s.cached = true; // the new pair is held, as any the session-service writes
       }),
-      sopts,
+      { ...sopts, mayAllFail: true },
     );
     const byOwner = new Map(owners.map((o) => [o, []]));
     for (const c of contents) byOwner.get(c.owner).push(c.id);
@@ -543,7 +560,11 @@ async function main() {
       check(res, 200, 'GET with auth.sid');
     };
     const sidRow = await phase('GET, auth.sid of a stored session', getBySid(warm), sopts);
-    const sidMissRow = await phase('GET, auth.sid not in the sid cache', getBySid(cold), sopts);
+    await settleDatabase();
+    const sidMissRow = await phase('GET, auth.sid not in the sid cache', getBySid(cold), {
+      ...sopts,
+      mayAllFail: true,
+    });
     const bearerRow = await phase(
       'GET, Bearer (reference)',
       async () => {
