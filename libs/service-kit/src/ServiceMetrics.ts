@@ -1,5 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { whenDone } from './whenDone';
 
 const TIMED = 'cpServiceMetricsTimed';
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']);
@@ -54,7 +55,7 @@ export class ServiceMetrics {
       if (res.locals[TIMED]) return next();
       res.locals[TIMED] = true;
       const end = this.duration.startTimer();
-      res.on('close', () => {
+      whenDone(res, () => {
         const route = this.routeLabel
           ? this.routeLabel(req)
           : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { type Logger, redactUrl } from '@cp/logging';
+import { whenDone } from './whenDone';
 
 /** One JSON line per finished (or aborted) request, with its request id; credentials in the query are masked. */
 export function accessLog(logger: Logger): RequestHandler {
@@ -21,8 +22,7 @@ export function accessLog(logger: Logger): RequestHandler {
       if (req.path === '/healthz' || req.path === '/readyz' || req.path === '/metrics') logger.debug(line, 'request');
       else logger.info(line, 'request');
     };
-    res.on('finish', () => log('finished'));
-    res.on('close', () => log(res.writableFinished ? 'finished' : 'aborted'));
+    whenDone(res, (finished) => log(finished ? 'finished' : 'aborted'));
     next();
   };
 }

@@ -1,5 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { auditOutcome, type AuditLog, type AuditRecord } from '@cp/logging';
+import { whenDone } from './whenDone';
 
 /** What a service says of a request for its audit record; the rest is the request's own. */
 export type Described = Omit<AuditRecord, 'outcome' | 'from' | 'requestId' | 'status'>;
@@ -35,8 +36,7 @@ export function audited(audit: AuditLog, describe: (req: Request, res: Response)
           requestId: req.id ?? null,
         });
     };
-    res.on('finish', () => write(false));
-    res.on('close', () => write(!res.writableFinished));
+    whenDone(res, (finished) => write(!finished));
     next();
   };
 }

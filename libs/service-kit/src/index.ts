@@ -5,6 +5,7 @@ export { BODY_SOCKET_HIGH_WATER_MARK, runServer, type RunServerOptions, type Run
 export { coalesceWrites } from './coalescedWrites';
 export { closeAfterAnswer } from './lingerAfterAnswer';
 export { accessLog } from './accessLog';
+export { whenDone, type DoneHook } from './whenDone';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';
 export { adminApp, serviceApp, type ServiceAppDeps } from './serviceApp';
 export { jsonErrorHandler, type JsonErrorHandlerOptions } from './jsonErrorHandler';

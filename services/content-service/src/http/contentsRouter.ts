@@ -11,7 +11,7 @@ import {
   parseContentRange,
   parseRange,
 } from '@cp/protocol';
-import { coalesceWrites, isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from '@cp/service-kit';
+import { coalesceWrites, isValidMediaType, MAX_MEDIA_TYPE_LENGTH, whenDone } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import { sendRedirect } from './directRouter';
 import { requireOwner, requireUuid, sendJson, uploaderOf } from './v1Requests';
@@ -116,8 +116,8 @@ export function contentsRouter(
     if (await sendRedirect(req, res, downloads, { ownerId, contentId, range })) return;
     const abort = new AbortController();
     // Only a GET broken off aborts its S3 read (an abort makes a DOMException, and its stack, each time).
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
+    whenDone(res, (finished) => {
+      if (!finished) abort.abort();
     });
     const download = await downloads.open(ownerId, contentId, range, abort.signal);
     res.status(download.status);
