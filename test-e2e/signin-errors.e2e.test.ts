@@ -13,6 +13,7 @@ import {
   refresh,
   registerUser,
   sessionsAdmin,
+  sessionsAdminWith,
   sidHeaders,
   signIn,
 } from './support/signin';
@@ -286,6 +287,19 @@ describe('certificate sign-in refusals', () => {
       }
       expect(await sessionsAdmin('revoke', '--user', userId)).toBe(`revoked 0 sessions of user ${userId}\n`);
       await expect(sessionsAdmin('revoke', '--user', 'nobody')).rejects.toMatchObject({ code: 2 });
+    });
+
+    it('revokes nothing while Redis does not answer, and says so', async () => {
+      const person = pki.issue('revoke-without-redis-user', intermediate);
+      const { userId, owners } = await registerUser(person);
+      const { Sid } = await signIn(person, apiKey, chain(person));
+      const probe = () => call(contentsUrl(owners[0]!, randomUUID()), { headers: sidHeaders(Sid) });
+      expect((await probe()).status).toBe(404);
+      const noRedis = { REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+      await expect(sessionsAdminWith(noRedis, 'revoke', '--user', userId)).rejects.toMatchObject({ code: 1 });
+      expect((await probe()).status).toBe(404); // still signed in: the cache holds it, so no revocation without Redis
+      expect(await sessionsAdmin('revoke', '--user', userId)).toBe(`revoked 1 session of user ${userId}\n`);
+      expect((await probe()).status).toBe(401);
     });
 
     it('a content-service answers a live sid from the sessions cache and sees its revocation at once, with the session-service out of reach', async () => {

@@ -35,6 +35,11 @@ export async function pnpmAdmin(...args: string[]): Promise<string> {
 
 /** `pnpm sessions ...` (the session-service's command line) against the test stack's session database and Redis. */
 export async function sessionsAdmin(...args: string[]): Promise<string> {
+  return sessionsAdminWith({}, ...args);
+}
+
+/** The sessions command line with some of its environment replaced (a Redis that does not answer). */
+export async function sessionsAdminWith(overrides: Record<string, string>, ...args: string[]): Promise<string> {
   const { sessionEnv } = testStack();
   const env = {
     ...process.env,
@@ -42,6 +47,7 @@ export async function sessionsAdmin(...args: string[]): Promise<string> {
     MONGODB_DATABASE: sessionEnv.MONGODB_DATABASE!,
     REDIS_URL: sessionEnv.REDIS_URL!,
     AUDIT_LOG: testStack().auditFile,
+    ...overrides,
   };
   const { stdout } = await run(
     process.execPath,
