@@ -182,6 +182,31 @@ describe('per-owner quotas', () => {
     );
   });
 
+  it('recounts an owner from S3 after a refusal, so counters a crash left off stop refusing it', async () => {
+    const owner = newOwner();
+    const token = await tokenFor([owner]);
+    expect((await post(owner, token, 1_000)).status).toBe(201);
+    // What a process killed between its hold and S3's answer leaves: bytes held for a content that never came.
+    const key = `up:${env.S3_BUCKET}:~quota:${owner}`;
+    await redisCommand(redis, ['HSET', key, 'reserved', String(LIMIT)]);
+    const refused = await post(owner, token, 1_000);
+    expect(refused.status).toBe(403);
+    expect(refused.body.id).toBe('urn:error:contents:storageQuotaExceeded');
+    const started = performance.now();
+    let status = 0;
+    while (status !== 201 && performance.now() - started < 10_000) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await post(owner, token, 1_000)).status;
+    }
+    console.log(`a refusal from counters left off lifted ${Math.round(performance.now() - started)} ms after it`);
+    expect(status).toBe(201);
+    expect(await redisCommand(redis, ['HMGET', key, 'used', 'reserved'])).toEqual(['2000', '0']);
+    // One recount per owner per interval among all replicas: the next refusal waits for it.
+    expect(Number(await redisCommand(redis, ['TTL', `up:${env.S3_BUCKET}:~quota-recount:${owner}`]))).toBeGreaterThan(
+      500,
+    );
+  });
+
   it('pnpm admin quota sets an owner’s limits and shows its usage recounted from S3, correcting counters left off', async () => {
     const owner = newOwner();
     const token = await tokenFor([owner]);

@@ -17,6 +17,8 @@ import { RedisLease } from './store/RedisLease';
 import { RedisUploadBook } from './store/RedisUploadBook';
 import { RedisQuotas } from './store/RedisQuotas';
 import { OwnerQuotas } from './quotas/OwnerQuotas';
+import { QuotaReconciler } from './admin/QuotaReconciler';
+import { QuotaRecounts } from './admin/QuotaRecounts';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { Presigner } from './store/Presigner';
 import { UploadSweeper } from './sweeper/UploadSweeper';
@@ -93,6 +95,7 @@ startService({
       presigner ? 'direct transfer to S3 is enabled' : 'direct transfer is off',
     );
     const metrics = new ServiceMetrics('content-service');
+    const quotaStore = config.QUOTAS ? new RedisQuotas(redis, config.S3_BUCKET) : null;
     const webhooks = startWebhooks({ config, redis, objects, book, logger, registry: metrics.registry });
     await webhooks.index.refresh().catch(() => undefined); // until known, every owner may have webhooks
     const uploads = new UploadService(
@@ -103,10 +106,12 @@ startService({
         logger,
         metrics: new UploadMetrics(metrics.registry),
         quotas: new OwnerQuotas(
-          config.QUOTAS ? new RedisQuotas(redis, config.S3_BUCKET) : null,
+          quotaStore,
           book,
           { bytes: config.QUOTA_STORAGE_BYTES || null, uploads: config.QUOTA_UNFINISHED_UPLOADS || null },
           logger,
+          quotaStore &&
+            new QuotaRecounts(new QuotaReconciler(objects, book, quotaStore), redis, config.S3_BUCKET, logger),
         ),
         presigner,
         events: webhooks.events,

@@ -23,7 +23,8 @@ const PAGE = 1000;
  * Recounts an owner's storage from the truth: its ready contents listed in S3 under
  * `contents/{owner}/` (sizes from the listing, a page of 1,000 at a time) and its unfinished
  * uploads from its index in the bookkeeping, then corrects the counters by the difference. Its
- * cost grows with that owner's contents only; it runs from the admin command line, never on a request.
+ * cost grows with that owner's contents only; it runs from the admin command line, or in the
+ * background after a refusal (QuotaRecounts), never on a request's own path.
  */
 export class QuotaReconciler {
   constructor(

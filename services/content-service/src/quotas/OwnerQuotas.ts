@@ -30,7 +30,8 @@ const NO_HOLD: Hold = { bytes: null, stored: async () => undefined, release: asy
  * Disabled (no store), nothing is checked or counted, and no request makes a call for it.
  *
  * Counting after S3's answer is not atomic with it: a process that dies in between leaves the
- * counters off, which the reconciliation (`pnpm admin quota show|reconcile`) puts right from S3.
+ * counters off, which the reconciliation puts right from S3: in the background after a refusal
+ * (`recounts`), or by the operator's `pnpm admin quota show`.
  * A multipart upload begun without its total holds it from the write that names it (RangeWriter).
  */
 export class OwnerQuotas {
@@ -39,6 +40,8 @@ export class OwnerQuotas {
     private readonly book: UploadBook,
     private readonly defaults: QuotaDefaults,
     private readonly logger: Logger,
+    /** Recounts an owner from S3 in the background after a refusal (counters a crash left off); null: none. */
+    private readonly recounts: { request(ownerId: string): void } | null = null,
   ) {}
 
   get enabled(): boolean {
@@ -55,7 +58,10 @@ export class OwnerQuotas {
     if (!store) return NO_HOLD;
     const maxOwned = unfinished ? await this.checkUploads(store, ownerId) : undefined;
     const reserved = await store.reserve(ownerId, bytes, this.defaults.bytes ?? UNLIMITED, upTo);
-    if (isRefusal(reserved)) throw storageQuotaExceeded(reserved.limit, reserved.held, upTo ? 1 : bytes);
+    if (isRefusal(reserved)) {
+      this.recounts?.request(ownerId);
+      throw storageQuotaExceeded(reserved.limit, reserved.held, upTo ? 1 : bytes);
+    }
     const held = reserved.held;
     return {
       bytes: held,
