@@ -3,7 +3,6 @@
 // changes nothing. Real MongoDB-compatible server and Redis; a repository that fails on every call
 // stands for MongoDB not being asked.
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Db, MongoClient } from 'mongodb';
 import { createLogger } from '@cp/logging';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
@@ -12,6 +11,7 @@ import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionSweeper } from '../src/sessions/SessionSweeper';
 import { SessionRepository } from '../src/store/SessionRepository';
+import { closedPort } from './support/closedPort';
 
 const DAY = 24 * 3600 * 1000;
 const SID_SECONDS = (30 * DAY) / 1000;
@@ -144,11 +144,3 @@ describe('sessions held in the cache for their life', () => {
     expect(await redis.exists(`sess:${tokenHash(pair.Sid)}`)).toBe(0);
   });
 });
-
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
-}

@@ -1,7 +1,6 @@
 // SessionService in process against the real MongoDB-compatible server and Redis: two instances
 // sharing both stand for two replicas; a client pointed at a closed port stands for Redis down.
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Db, MongoClient } from 'mongodb';
 import { ServiceError } from '@cp/errors';
 import { createLogger } from '@cp/logging';
@@ -11,6 +10,7 @@ import { SessionCache, tokenHash } from '@cp/session-cache';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
 import { SessionRepository } from '../src/store/SessionRepository';
+import { closedPort } from './support/closedPort';
 
 const DAY = 24 * 3600 * 1000;
 const logger = createLogger({ service: 'session-test', level: 'silent' });
@@ -18,14 +18,6 @@ const logger = createLogger({ service: 'session-test', level: 'silent' });
 class MovableClock {
   offsetMs = 0;
   readonly now: Clock = () => new Date(Date.now() + this.offsetMs);
-}
-
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const { port } = srv.address() as { port: number };
-  await new Promise((r) => srv.close(r));
-  return port;
 }
 
 async function ready(redis: Redis): Promise<Redis> {
