@@ -70,11 +70,7 @@ export class SessionCache {
 
   /** Caches a live session unless something (a tombstone, another fill) is there already. */
   async fillLive(sidHash: string, session: CachedSession, now: number): Promise<void> {
-    const seconds = Math.min(this.ttlSeconds, Math.floor((session.sidExpiresAt - now) / 1000));
-    if (seconds < 1) return;
-    await redisCall(this.redis, (r) =>
-      r.set(key(sidHash), JSON.stringify(session), { expiration: { type: 'EX', value: seconds }, condition: 'NX' }),
-    );
+    await this.putLive(sidHash, session, Math.min(this.ttlSeconds, secondsLeft(session, now)));
   }
 
   /**
@@ -82,7 +78,11 @@ export class SessionCache {
    * its sid expires; a tombstone already there (a revocation that overtook it) stays.
    */
   async hold(sidHash: string, session: CachedSession, now: number): Promise<void> {
-    const seconds = Math.floor((session.sidExpiresAt - now) / 1000);
+    await this.putLive(sidHash, session, secondsLeft(session, now));
+  }
+
+  /** SET NX for `seconds` (none below one): a fill never overwrites a tombstone, a bypass mark or another fill. */
+  private async putLive(sidHash: string, session: CachedSession, seconds: number): Promise<void> {
     if (seconds < 1) return;
     await redisCall(this.redis, (r) =>
       r.set(key(sidHash), JSON.stringify(session), { expiration: { type: 'EX', value: seconds }, condition: 'NX' }),
@@ -118,3 +118,4 @@ export class SessionCache {
 }
 
 const key = (sidHash: string): string => `sess:${sidHash}`;
+const secondsLeft = (session: CachedSession, now: number): number => Math.floor((session.sidExpiresAt - now) / 1000);
