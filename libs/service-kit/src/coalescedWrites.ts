@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
+import { whenDone } from './whenDone';
 
 /**
  * Sends what `body` gives in one turn of the event loop to the response's socket as one write:
@@ -21,5 +22,30 @@ export function coalesceWrites(body: Readable, res: ServerResponse): void {
       corked = false;
       socket.uncork();
     });
+  });
+}
+
+/**
+ * Pipes `body` into the response, its writes coalesced (coalesceWrites), and settles when the
+ * response is done: resolves once it finished; rejects, with both streams destroyed, when the body
+ * failed or the connection closed first. Backpressure and the memory bound are the pipe's. It is
+ * stream.pipeline() for this one pair, without the AbortController pipeline aborts at every end,
+ * which builds a DOMException (and its stack) for each response.
+ */
+export function sendBody(body: Readable, res: ServerResponse): Promise<void> {
+  coalesceWrites(body, res);
+  return new Promise((resolve, reject) => {
+    const fail = (error: Error) => {
+      body.destroy();
+      res.destroy();
+      reject(error);
+    };
+    body.once('error', fail);
+    res.once('error', fail);
+    whenDone(res, (finished) => {
+      if (finished) resolve();
+      else fail(new Error('the connection closed before the response was sent'));
+    });
+    body.pipe(res);
   });
 }

@@ -2,7 +2,7 @@ export { requestId, REQUEST_ID_HEADER } from './requestId';
 export { ServiceMetrics } from './ServiceMetrics';
 export { healthRoutes, livenessRoute, type ReadinessCheck } from './healthRoutes';
 export { BODY_SOCKET_HIGH_WATER_MARK, runServer, type RunServerOptions, type RunningServer } from './runServer';
-export { coalesceWrites } from './coalescedWrites';
+export { coalesceWrites, sendBody } from './coalescedWrites';
 export { closeAfterAnswer } from './lingerAfterAnswer';
 export { accessLog } from './accessLog';
 export { whenDone, type DoneHook } from './whenDone';

@@ -44,9 +44,12 @@ export function buildApp(deps: GatewayDeps): express.Express {
         on: {
           proxyReq: (proxyReq, req) => {
             forwardedHeaders(proxyReq, req);
-            // Pass the head on at once: the upstream may answer from it (401, 404, 409 ...) before any
-            // body byte; Node would otherwise hold the head back until the first body chunk.
-            proxyReq.flushHeaders();
+            // Pass the head on within this turn: the upstream may answer from it (401, 404, 409 ...)
+            // before any body byte, and Node would otherwise hold it back until the first body chunk.
+            // Not at once: body bytes already read then go out with the head, in one write.
+            setImmediate(() => {
+              if (!proxyReq.headersSent && !proxyReq.destroyed) proxyReq.flushHeaders();
+            });
             // httpxy's own proxyTimeout destroys the request without a cause (a plain "socket hang
             // up"); this one says it timed out, so the client gets upstreamTimeout, not unavailable.
             proxyReq.setTimeout(deps.upstreamTimeoutMs, () =>

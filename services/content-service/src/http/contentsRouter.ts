@@ -1,5 +1,4 @@
 import { Router, type Request, type Response } from 'express';
-import { pipeline } from 'node:stream/promises';
 import { ServiceError } from '@cp/errors';
 import {
   formatContentRange,
@@ -11,7 +10,7 @@ import {
   parseContentRange,
   parseRange,
 } from '@cp/protocol';
-import { coalesceWrites, isValidMediaType, MAX_MEDIA_TYPE_LENGTH, whenDone } from '@cp/service-kit';
+import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH, sendBody, whenDone } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import { sendRedirect } from './directRouter';
 import { requireOwner, requireUuid, sendJson, uploaderOf } from './v1Requests';
@@ -128,13 +127,8 @@ export function contentsRouter(
       res.end();
       return;
     }
-    try {
-      coalesceWrites(download.body, res);
-      await pipeline(download.body, res);
-    } catch {
-      // The client went away or S3 broke off mid-stream: the headers are gone, so just drop the connection.
-      res.destroy();
-    }
+    // The client going away or S3 breaking off mid-stream drops the connection: the headers are gone.
+    await sendBody(download.body, res).catch(() => undefined);
   });
 
   // A ready content's object deleted, or an unfinished upload aborted (see ContentRemoval).
