@@ -1,5 +1,4 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import pino from 'pino';
 
 /** What happened, in the words of the audit trail. */
 export type AuditEvent =
@@ -48,26 +47,22 @@ export interface AuditLog {
  * The audit trail: one JSON line per record, on a stream of its own, apart from the service's
  * log. `target`: `stderr` (the default in every service), `stdout`, `off`, or a file path
  * (appended to, its folder made). Lines are written synchronously: a record is on its stream
- * (the kernel's, for a file) before the request's answer is finished being sent.
+ * (the kernel's, for a file) before the request's answer is finished being sent. A pipe that is
+ * full (its reader lags) is waited for, as the service's log waits for it, never an error: a bare
+ * write to a non-blocking stderr fails with EAGAIN once 64 KiB wait, which threw out of the
+ * request's end and took the process down.
  */
 export function openAuditLog(service: string, target: string): AuditLog {
   if (target === 'off') return { record: () => undefined, close: () => undefined };
-  let fd: number;
-  let owned = false;
-  if (target === 'stderr') fd = 2;
-  else if (target === 'stdout') fd = 1;
-  else {
-    mkdirSync(dirname(target), { recursive: true });
-    fd = openSync(target, 'a');
-    owned = true;
-  }
+  const dest = target === 'stderr' ? 2 : target === 'stdout' ? 1 : target;
+  // pino's destination (sonic-boom): synchronous writes that retry a full pipe every 100 ms; fds 1 and 2 are never closed.
+  const stream = pino.destination({ dest, sync: true, append: true, mkdir: true });
   return {
     record(entry) {
-      const line = JSON.stringify({ time: new Date().toISOString(), audit: entry.event, service, ...entry });
-      writeSync(fd, `${line}\n`);
+      stream.write(`${JSON.stringify({ time: new Date().toISOString(), audit: entry.event, service, ...entry })}\n`);
     },
     close() {
-      if (owned) closeSync(fd);
+      if (typeof dest === 'string') stream.end();
     },
   };
 }
