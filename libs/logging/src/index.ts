@@ -9,10 +9,20 @@ export interface LoggerOptions {
   level?: string;
   /** Where the lines go; stdout when unset. */
   destination?: DestinationStream;
+  /** On stdout: how many bytes of lines wait for a reader that falls behind before new lines are dropped. */
+  bufferBytes?: number;
 }
 
+/** Lines held while stdout's reader falls behind (a full pipe); past this, lines are dropped, not memory grown. */
+export const LOG_BUFFER_BYTES = 16 * 1024 * 1024;
+
 /** JSON lines on stdout; every request's lines carry its request id (see service-kit). */
-export function createLogger({ service, level = 'info', destination }: LoggerOptions): Logger {
+export function createLogger({
+  service,
+  level = 'info',
+  destination,
+  bufferBytes = LOG_BUFFER_BYTES,
+}: LoggerOptions): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: { service },
@@ -32,7 +42,8 @@ export function createLogger({ service, level = 'info', destination }: LoggerOpt
       censor: '[redacted]',
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  // Written as the pipe takes them (pino's default), but held up to `bufferBytes` only, where pino's default holds all.
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: false, minLength: 0, maxLength: bufferBytes }));
 }
 export {
   auditOutcome,
