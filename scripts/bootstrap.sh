@@ -7,8 +7,25 @@
 # npm registry (package node-linux-<arch>, checked against its SHA-256) into
 # ~/.cache/content-platform/node-v<version>; likewise pnpm when it is missing. Nothing is installed
 # system-wide. (Node.js 24 was measured here too and streams slower: docs/design.md.)
+#
+# Sourced, it changes nothing in the calling shell but PATH: the work runs in a bash of its own
+# (strict mode, the repository as its working directory), which prints what to put first on PATH.
+
+if [ -z "${CP_BOOTSTRAP_WORKER:-}" ]; then
+  if cp_bootstrap_path=$(CP_BOOTSTRAP_WORKER=1 bash "${BASH_SOURCE[0]}"); then
+    export PATH="$cp_bootstrap_path$PATH"
+    unset cp_bootstrap_path
+    return 0 2>/dev/null || exit 0
+  fi
+  unset cp_bootstrap_path
+  echo "bootstrap: failed (see above)" >&2
+  return 1 2>/dev/null || exit 1
+fi
+
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# What the calling shell puts first on PATH.
+path_prefix=
 
 CP_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/content-platform
 NODE_PINNED=22.23.3
@@ -38,6 +55,7 @@ if ! node_ok; then
     rm -rf "$tmp"
   fi
   export PATH="$node_home/bin:$PATH"
+  path_prefix="$node_home/bin:$path_prefix"
   node_ok || { echo "bootstrap: $node_home/bin/node does not run here" >&2; exit 1; }
 fi
 
@@ -54,7 +72,10 @@ if ! command -v pnpm >/dev/null 2>&1; then
     rm -rf "$tmp"
   fi
   export PATH="$pnpm_home/bin:$PATH"
+  path_prefix="$pnpm_home/bin:$path_prefix"
 fi
 
-pnpm install --frozen-lockfile --reporter=silent
-pnpm --silent build
+# stdout carries only the PATH prefix.
+pnpm install --frozen-lockfile --reporter=silent >&2
+pnpm --silent build >&2
+printf '%s' "$path_prefix"
