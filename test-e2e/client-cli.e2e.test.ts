@@ -84,9 +84,11 @@ describe('the content command line and stream uploads against the running system
     first.child.kill('SIGINT');
     const stopped = await first.done;
     expect(stopped.code).toBe(130);
-    const hint = /content upload \S+ --resume ([0-9a-f-]{36})/.exec(stopped.stderr);
+    const hint = /content upload \S+ --resume ([0-9a-f-]{36})(.*)/.exec(stopped.stderr);
     expect(hint).not.toBeNull();
     const id = hint![1]!;
+    // The hint, run as printed, reaches the same content: it names the --url and --owner this run was given.
+    expect(hint![2]!.trim()).toBe(`--url ${testStack().gatewayUrl} --owner ${owner}`);
     const status = await cli(['status', id, ...base(), '--json'], { env });
     const before = JSON.parse(status.stdout) as { state: string; received: { start: number; end: number }[] };
     expect(before.state).toBe('uploading');

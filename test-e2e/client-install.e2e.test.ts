@@ -1,4 +1,4 @@
-// @cp/client as people install it: `npm pack` in libs/client (its prepack builds it), then
+// @cp/client as people install it: `pnpm pack` in libs/client (its prepack builds it), then
 // `npm install -g <tarball> --prefix <dir>`, and the `content` on that prefix's PATH; and
 // `pnpm content` from the workspace root.
 import { execFile } from 'node:child_process';

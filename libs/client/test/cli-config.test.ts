@@ -3,7 +3,14 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_URL, defaultConfigPath, readConfig, resolveSettings, writeConfig } from '../src/cli/config';
+import {
+  DEFAULT_URL,
+  defaultConfigPath,
+  readConfig,
+  resolveSettings,
+  sameSettingsFlags,
+  writeConfig,
+} from '../src/cli/config';
 import { run } from '../src/cli/main';
 import { FakeContentApi } from './support/FakeContentApi';
 
@@ -22,6 +29,13 @@ const stream = () => {
 
 describe('content settings: flags > environment > saved login > defaults', () => {
   const saved = { url: 'http://saved.example:1', owner: 'saved-owner', sid: 'S', refreshToken: 'R', apiKey: 'K' };
+
+  it('gives a resume hint the --url, --owner and --config of the run, and never its token', () => {
+    expect(sameSettingsFlags({})).toBe('');
+    expect(sameSettingsFlags({ url: 'http://h:1', owner: OWNER, config: '/c.json', token: 'secret-token' })).toBe(
+      ` --url http://h:1 --owner ${OWNER} --config /c.json --token <token>`,
+    );
+  });
 
   it('takes an environment variable over the saved login', () => {
     expect(resolveSettings({}, { CONTENT_URL: 'http://env.example:2', CONTENT_OWNER: 'env-owner' }, saved)).toEqual({

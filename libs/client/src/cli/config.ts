@@ -43,6 +43,20 @@ export function resolveSettings(flags: SettingFlags, env: NodeJS.ProcessEnv, sav
   };
 }
 
+/**
+ * The flags a command given again (a resume hint) needs to reach the same content as this run:
+ * the --url, --owner and --config it was given, and --token as a placeholder (a secret is never printed).
+ */
+export function sameSettingsFlags(flags: SettingFlags & { config?: string }): string {
+  const given: [string, string | undefined][] = [
+    ['--url', flags.url],
+    ['--owner', flags.owner],
+    ['--config', flags.config],
+    ['--token', flags.token === undefined ? undefined : '<token>'],
+  ];
+  return given.map(([name, value]) => (value === undefined ? '' : ` ${name} ${value}`)).join('');
+}
+
 export function defaultConfigPath(env: NodeJS.ProcessEnv): string {
   const base = env.XDG_CONFIG_HOME || join(homedir(), '.config');
   return join(base, 'content-platform', 'config.json');

@@ -16,7 +16,7 @@ import { rm } from './commands/rm';
 import { webhook } from './commands/webhook';
 import { status } from './commands/status';
 import { upload } from './commands/upload';
-import { defaultConfigPath, readConfig, resolveSettings, writeConfig } from './config';
+import { defaultConfigPath, readConfig, resolveSettings, sameSettingsFlags, writeConfig } from './config';
 import { progressView, type ProgressView } from './progress';
 import { USAGE, UsageError } from './usage';
 
@@ -128,7 +128,7 @@ export async function run(
     },
     progress: () => (view = progressView(command, err, mode)),
     resumeWith: (hint) => {
-      resumeHint = hint;
+      resumeHint = hint + sameSettingsFlags(o);
     },
   };
 

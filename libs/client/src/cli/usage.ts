@@ -32,7 +32,7 @@ options for every command (a flag beats its environment variable, which beats th
   --config <file>      where the session is saved (default $XDG_CONFIG_HOME/content-platform/config.json,
                        $XDG_CONFIG_HOME defaulting to ~/.config; written with mode 0600)
   --retry-for <time>   how long each request (each part) keeps being retried while the service is
-                       unavailable (503, 429, 408, 502, 504, refused or broken connections): 30s, 5m ...
+                       unavailable (503, 429, 408, 500, 502, 504, refused or broken connections): 30s, 5m ...
                        (default 2m; 0 for no retries)
 
 environment: CONTENT_URL, CONTENT_OWNER, CONTENT_TOKEN; HTTPS_PROXY, HTTP_PROXY and NO_PROXY (or
