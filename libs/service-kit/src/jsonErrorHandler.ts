@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import type { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
-import { lingerAfterAnswer } from './lingerAfterAnswer';
+import { closeAfterAnswer, lingerAfterAnswer } from './lingerAfterAnswer';
 
 export interface JsonErrorHandlerOptions {
   /** Turns anything thrown into the error to answer; unknown errors become a bare 500. */
@@ -27,7 +27,10 @@ export function jsonErrorHandler(logger: Logger, options: JsonErrorHandlerOption
       res.destroy();
       return;
     }
-    if (!req.readableEnded) lingerAfterAnswer(req, res);
+    // A request that closes its connection after this answer (the client's Connection: close, or
+    // the gateway's proxy, which sends every chunked body so) must close it the lingering way too:
+    // Node would destroy the socket as soon as the answer is out, and the reset could beat the answer.
+    if (!req.readableEnded) (res.shouldKeepAlive ? lingerAfterAnswer : closeAfterAnswer)(req, res);
     for (const [name, value] of Object.entries(e.headers)) res.setHeader(name, value);
     res
       .status(e.status)
