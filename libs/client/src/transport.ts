@@ -66,7 +66,14 @@ export class Transport {
       return await new Promise<Received>((resolve, reject) => {
         started = (secure ? httpsRequest : httpRequest)(
           req.url,
-          { method: req.method, headers, agent: secure ? this.https : this.http, signal: req.signal },
+          // maxHeaderSize: a resumed upload's X-Received-Ranges may pass Node's 16 KiB.
+          {
+            method: req.method,
+            headers,
+            agent: secure ? this.https : this.http,
+            signal: req.signal,
+            maxHeaderSize: 256 * 1024,
+          },
           (res) => void this.receive(res, req).then(resolve, reject),
         );
         started.on('error', reject);

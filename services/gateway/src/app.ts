@@ -30,7 +30,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
   });
   app.use(docsRoutes());
 
-  const agent = new Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
+  const agent = new RoomyAgent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
   const proxies = new Map<Upstream, ProxyHandler>();
   for (const [name, target] of Object.entries(deps.upstreams) as [Upstream, string][]) {
     proxies.set(
@@ -106,6 +106,23 @@ function forwardedHeaders(proxyReq: ClientRequest, req: IncomingMessage): void {
     proxyReq.setHeader(`x-forwarded-${name}`, prior ? `${String(prior)},${value}` : value);
   }
   if (!req.headers['x-forwarded-host'] && req.headers.host) proxyReq.setHeader('x-forwarded-host', req.headers.host);
+}
+
+/** The largest answer head a service may send through the gateway (its clients' own limit is theirs). */
+export const UPSTREAM_MAX_HEADER_BYTES = 256 * 1024;
+
+/**
+ * An agent whose requests read answer heads of up to UPSTREAM_MAX_HEADER_BYTES rather than Node's
+ * 16 KiB (a resumed upload's long X-Received-Ranges). httpxy builds the upstream request without a
+ * maxHeaderSize option and shows it to hooks only once its parser is made; the agent sees it
+ * before (ClientRequest hands itself to its agent in its constructor).
+ */
+class RoomyAgent extends Agent {
+  // Agent's addRequest is Node's (not in its typings): what every request goes through.
+  addRequest(req: ClientRequest, options: unknown): void {
+    (req as ClientRequest & { maxHeaderSize?: number }).maxHeaderSize ??= UPSTREAM_MAX_HEADER_BYTES;
+    (Agent.prototype as unknown as { addRequest: RoomyAgent['addRequest'] }).addRequest.call(this, req, options);
+  }
 }
 
 /** The upstream sent nothing for UPSTREAM_TIMEOUT_MS (the proxyReq hook's timer). */
