@@ -36,9 +36,10 @@ describe('bad input through the gateway', () => {
     uploadingId = first.json().id;
   });
 
-  // The routed sign-in paths answer {Code, Message}; everything else, routed or not, the /v1 format.
+  // Paths under /auth/v5.x and /sessions/v5.x answer {Code, Message}, routed or not (an /internal
+  // one is refused in that format too); everything else the /v1 format.
   const families = (path: string): 'signin' | 'contents' =>
-    /^\/(auth|sessions)\/v5\.\d+(\/|$)/.test(path) && !/(^|\/)internal(\/|$)/i.test(path) ? 'signin' : 'contents';
+    /^\/(auth|sessions)\/v5\.\d+(\/|$)/.test(path) ? 'signin' : 'contents';
 
   /** The checks every answer to bad input passes. Returns the final answers. */
   function expectSane(x: RawExchange, path: string, label: string): RawResponse[] {
@@ -382,6 +383,21 @@ describe('bad input through the gateway', () => {
     if (c.within) expect(x.responses.filter((r) => r.status === 100)).toEqual([]);
     // The gateway closes after an answer to bad framing.
     if (finals[0]!.status >= 400) expect(finals.at(-1)!.headers.connection).toBe('close');
+  });
+
+  it("refuses an /internal path under /auth or /sessions in that API's {Code, Message} format", async () => {
+    for (const path of [
+      '/auth/v5.13/internal',
+      '/auth/v5.13/approve-cert/internal',
+      '/sessions/v5.13/sessions/Internal',
+    ]) {
+      const res = await fetch(`${testStack().gatewayUrl}${path}`, { method: 'POST' });
+      expect([path, res.status, Object.keys((await res.json()) as object).sort()]).toEqual([
+        path,
+        404,
+        ['Code', 'Message'],
+      ]);
+    }
   });
 
   it('answers the junk pipelined after a complete POST only after that POST, which is created', async () => {

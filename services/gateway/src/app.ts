@@ -7,7 +7,7 @@ import type { Logger } from '@cp/logging';
 import { closeAfterAnswer, coalesceWrites, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
-import { upstreamFor, type Upstream } from './http/routes';
+import { apiOf, upstreamFor, type Upstream } from './http/routes';
 import { sendGatewayError } from './http/upstreamErrorBody';
 
 export interface GatewayDeps {
@@ -84,7 +84,8 @@ export function buildApp(deps: GatewayDeps): express.Express {
       });
       return;
     }
-    sendGatewayError(res, upstream, new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`), req.id);
+    const refusal = new EdgeRefusal('routeNotFound', `no route for ${req.method} ${req.path}`);
+    sendGatewayError(res, apiOf(req.path), refusal, req.id);
   });
   return app;
 }

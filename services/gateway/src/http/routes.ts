@@ -9,6 +9,11 @@ const ROUTES: [RegExp, Upstream][] = [
 
 export function upstreamFor(path: string): Upstream | null {
   if (/^\/internal(\/|$)/i.test(path) || /(^|\/)internal(\/|$)/i.test(path)) return null;
+  return apiOf(path);
+}
+
+/** Which API a path is under, routed or not: its refusals take that API's error format. */
+export function apiOf(path: string): Upstream | null {
   for (const [pattern, upstream] of ROUTES) if (pattern.test(path)) return upstream;
   return null;
 }
