@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { decryptEncryptedKey } from '../../../libs/client/src/EncryptedKey';
 import { openssl, TestPki, type KeyKind } from '../../../test-e2e/support/pki';
 import { parseDer } from '../src/certificates/CertificateText';
-import { envelopeFor } from '../src/challenges/EnvelopedRnd';
+import { envelopeFor, UnsupportedKey } from '../src/challenges/EnvelopedRnd';
 
 const KINDS: KeyKind[] = ['rsa', 'ec-p256', 'ec-p384'];
 
@@ -54,5 +54,18 @@ describe.each(KINDS)('CMS EnvelopedData with openssl cms, %s key', (kind) => {
     ]);
     const plain = await decryptEncryptedKey(der.toString('base64'), user.pem, readFileSync(user.keyPath));
     expect(plain.equals(rnd)).toBe(true);
+  });
+});
+
+describe('a certificate whose public key cannot be used', () => {
+  it('is an UnsupportedKey (answered 406 CertNotValid), not an unexpected error', async () => {
+    const pki = new TestPki();
+    const user = pki.issue('user-bad-point', pki.root('ca-bad-point'), { kind: 'ec-p256' });
+    // The P-256 point (BIT STRING of 66 bytes: 00 04 X Y) with one byte of X changed: off the curve.
+    const der = Buffer.from(user.der);
+    const at = der.indexOf(Buffer.from([0x03, 0x42, 0x00, 0x04]));
+    expect(at).toBeGreaterThan(0);
+    der[at + 10] ^= 0x01;
+    await expect(envelopeFor(parseDer(der).cert, randomBytes(48))).rejects.toBeInstanceOf(UnsupportedKey);
   });
 });

@@ -31,10 +31,18 @@ export async function envelopeFor(cert: Certificate, rnd: Uint8Array): Promise<B
   } else {
     throw new UnsupportedKey(`key algorithm ${keyAlgorithm} is not supported; use RSA or EC`);
   }
-  await enveloped.encrypt(
-    { name: 'AES-CBC', length: 256 } as Parameters<EnvelopedData['encrypt']>[0],
-    new Uint8Array(rnd).buffer,
-  );
+  try {
+    await enveloped.encrypt(
+      { name: 'AES-CBC', length: 256 } as Parameters<EnvelopedData['encrypt']>[0],
+      new Uint8Array(rnd).buffer,
+    );
+  } catch (error) {
+    // WebCrypto's word for a public key it cannot import (an EC point off its curve, say): the
+    // certificate's fault, as a curve it does not know would be.
+    if ((error as Error)?.name === 'DataError')
+      throw new UnsupportedKey(`the certificate's public key cannot be used: ${(error as Error).message}`);
+    throw error;
+  }
   const info = new ContentInfo({ contentType: ContentInfo.ENVELOPED_DATA, content: enveloped.toSchema() });
   return Buffer.from(info.toSchema().toBER(false));
 }
