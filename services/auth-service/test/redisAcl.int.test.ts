@@ -24,9 +24,11 @@ describe("the auth-service's Redis user", () => {
     const rnd = randomBytes(48);
     const now = new Date();
     await rnds.put(userId, rnd, 'AB', new Date(now.getTime() + 60_000), 60);
-    expect(await rnds.approve(userId, randomBytes(48), 'AB', now)).toBe('wrong');
-    expect(await rnds.approve(userId, rnd, 'AB', now)).toBe('ok');
-    expect(await rnds.approve(userId, rnd, 'AB', now)).toBe('missing');
+    expect(await rnds.approve(userId, randomBytes(48), 'AB', now)).toEqual({ outcome: 'wrong' });
+    expect(await rnds.approve(userId, rnd, 'AB', now)).toMatchObject({ outcome: 'ok' });
+    expect(await rnds.approve(userId, rnd, 'AB', now)).toEqual({ outcome: 'missing' });
+    await rnds.restore(userId, rnd, 'AB', new Date(now.getTime() + 60_000), now);
+    expect(await rnds.approve(userId, rnd, 'AB', now)).toMatchObject({ outcome: 'ok' });
   });
 
   it('counts its rate limits in Redis, shared by replicas', async () => {

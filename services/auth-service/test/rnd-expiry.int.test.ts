@@ -160,6 +160,9 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
     );
     const failed = await signIn.approve(user.thumbprint, rnd).catch((e: unknown) => e);
     expect(failed).toMatchObject({ status: 503, code: 'CreateSessionError' });
+    // No session came of it: the same rnd is approved once the session-service answers, and only once.
+    expect(await approve(rnd)).toEqual({ status: 200, Code: undefined });
+    expect(await approve(rnd)).toEqual({ status: 403, Code: 'RndBytesNotFound' });
   });
 
   it('checks certificate validity at the clock time', async () => {

@@ -87,11 +87,22 @@ export class CertificateSignIn {
     const registered = /^[0-9A-Fa-f]{40}$/.test(thumbprint) ? await this.deps.users.certificate(thumbprint) : null;
     if (!registered) throw ServiceError.of('UnknownCertificate');
     onUser?.(registered.userId);
-    const outcome = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock());
-    if (outcome === 'missing') throw ServiceError.of('RndBytesNotFound');
-    if (outcome === 'wrong') throw ServiceError.of('WrongKey');
-    const user = await this.deps.users.user(registered.userId);
-    return this.deps.sessions.create(registered.userId, user?.owners ?? [], registered._id);
+    const approval = await this.deps.rnds.approve(registered.userId, candidate, registered._id, this.deps.clock());
+    if (approval.outcome === 'missing') throw ServiceError.of('RndBytesNotFound');
+    if (approval.outcome === 'wrong') throw ServiceError.of('WrongKey');
+    try {
+      const user = await this.deps.users.user(registered.userId);
+      return await this.deps.sessions.create(registered.userId, user?.owners ?? [], registered._id);
+    } catch (error) {
+      // No session came of it (or its answer was lost): the rnd goes back, so the same approve can
+      // be sent again (at worst a lost session is made twice, for the same proof of the key).
+      await this.deps.rnds
+        .restore(registered.userId, candidate, registered._id, approval.expiresAt!, this.deps.clock())
+        .catch((restoreError: unknown) =>
+          this.deps.logger.warn({ err: String(restoreError) }, 'could not put back the rnd of a failed approve'),
+        );
+      throw error;
+    }
   }
 }
 
