@@ -43,6 +43,29 @@ describe('Content-Digest on uploads', () => {
     expect(sha256(back.body)).toBe(sha256(bytes));
   });
 
+  it('refuses a chunked one-request upload whose CRC-64/NVME is wrong, and stores one whose CRC is right', async () => {
+    // Chunked: no Content-Length, so the service, not S3, is the one to see the whole body before it is stored.
+    const sendChunked = (bytes: Uint8Array, digest: string) =>
+      call(contentsUrl(owner), {
+        method: 'POST',
+        body: new ReadableStream({
+          start(controller) {
+            controller.enqueue(bytes);
+            controller.close();
+          },
+        }),
+        duplex: 'half',
+        headers: { 'content-digest': digest },
+        token,
+      } as RequestInit & { token: string });
+    const bytes = randomBytes(10_000);
+    expectCode(await sendChunked(bytes, await crcOf(randomBytes(10))), 400, 'contentDigestMismatch');
+    const right = await sendChunked(bytes, await crcOf(bytes));
+    expect(right.status).toBe(201);
+    const back = await download(owner, right.json().id as string, token);
+    expect(sha256(back.body)).toBe(sha256(bytes));
+  });
+
   it('leaves a staged range with the wrong digest unreceived; the right one completes the content', async () => {
     const bytes = randomBytes(300);
     const first = await send('POST', undefined, bytes.subarray(0, 100), {

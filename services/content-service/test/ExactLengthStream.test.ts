@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { crc64nvme } from '@cp/protocol';
 import { BodyLengthMismatch, DigestMismatch, ExactLengthStream } from '../src/uploads/ExactLengthStream';
 
 describe('ExactLengthStream', () => {
@@ -72,5 +73,30 @@ describe('ExactLengthStream', () => {
     const stream = new ExactLengthStream(1);
     stream.write(Buffer.from('a'));
     expect(() => stream.digest).toThrow('no digest');
+  });
+
+  it('with crc64nvme and atMost, fails at the end a body of another CRC, never ending it', async () => {
+    const crcOf = async (text: string) => {
+      const crc = await crc64nvme();
+      crc.update(Buffer.from(text));
+      return crc.digest();
+    };
+    const run = async (text: string) => {
+      const stream = new ExactLengthStream(100, {
+        atMost: true,
+        crc64nvme: { hasher: await crc64nvme(), expected: await crcOf('abcdef') },
+      });
+      stream.resume();
+      const outcome = new Promise((resolve) => {
+        stream.on('end', () => resolve('ended'));
+        stream.on('error', (error) => resolve(error));
+      });
+      stream.end(Buffer.from(text));
+      return outcome;
+    };
+    expect(await run('abcdef')).toBe('ended');
+    const failed = await run('abcdeg');
+    expect(failed).toBeInstanceOf(DigestMismatch);
+    expect((failed as Error).message).toContain('crc64nvme');
   });
 });

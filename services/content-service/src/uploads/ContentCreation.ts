@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
+import { crc64nvme, formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
 import { OwnedLimitReached, type UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
 import { BodyLengthMismatch } from './ExactLengthStream';
@@ -67,7 +67,9 @@ export class ContentCreation {
     }
     // A chunked body without Content-Range: at most a part, and at most what is left of the quota.
     const most = Math.min(PART_SIZE, hold.bytes ?? PART_SIZE);
-    const counted = exactBody(request.body, most, { atMost: true, sha256: request.sha256 });
+    // Nothing else sees this body's bytes whole before they are stored: its CRC-64/NVME is checked here too.
+    const crc = request.crc64nvme ? { hasher: await crc64nvme(), expected: request.crc64nvme } : null;
+    const counted = exactBody(request.body, most, { atMost: true, sha256: request.sha256, crc64nvme: crc });
     try {
       await objects.putObjectOfUnknownLength(s3Key, counted, contentType, metadata);
     } catch (error) {

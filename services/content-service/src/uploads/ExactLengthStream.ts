@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
+import type { Crc64Nvme } from '@cp/protocol';
 
 /** Raised when a body carries more or fewer bytes than its range says. */
 export class BodyLengthMismatch extends Error {
@@ -18,12 +19,12 @@ export class BodyLengthMismatch extends Error {
   }
 }
 
-/** Raised when a body's SHA-256 is not the one its Content-Digest names. */
+/** Raised when a body's SHA-256 (or CRC-64/NVME) is not the one its Content-Digest names. */
 export class DigestMismatch extends Error {
   override readonly name = 'DigestMismatch';
   readonly code = 'CP_ERR_DIGEST_MISMATCH';
-  constructor() {
-    super('the body does not have the sha-256 digest its Content-Digest names');
+  constructor(algorithm: 'sha-256' | 'crc64nvme' = 'sha-256') {
+    super(`the body does not have the ${algorithm} digest its Content-Digest names`);
   }
 }
 
@@ -37,6 +38,8 @@ export interface ExactLengthOptions {
    * so a body with another digest fails (DigestMismatch) without its reader ever getting all of it.
    */
   sha256?: Buffer | null;
+  /** The CRC-64/NVME the bytes must have, taken with `hasher`: checked as `sha256` is. */
+  crc64nvme?: { hasher: Crc64Nvme; expected: Buffer } | null;
 }
 
 /**
@@ -52,7 +55,9 @@ export class ExactLengthStream extends Transform {
   private readonly atMost: boolean;
   private readonly hash: Hash | null;
   private readonly sha256: Buffer | null;
+  private readonly crc: { hasher: Crc64Nvme; expected: Buffer } | null;
   private hex: string | null = null;
+  private settled = false;
 
   constructor(
     readonly expected: number,
@@ -62,6 +67,7 @@ export class ExactLengthStream extends Transform {
     this.atMost = options.atMost ?? false;
     this.sha256 = options.sha256 ?? null;
     this.hash = options.hash || this.sha256 ? createHash('sha256') : null;
+    this.crc = options.crc64nvme ?? null;
   }
 
   get bytesSeen(): number {
@@ -81,14 +87,11 @@ export class ExactLengthStream extends Transform {
       callback(new BodyLengthMismatch(this.expected, this.seen, true));
       return;
     }
-    if (this.hash) {
-      this.hash.update(chunk);
-      if (this.seen === this.expected && !this.settle()) {
-        callback(new DigestMismatch());
-        return;
-      }
-    }
-    callback(null, chunk);
+    this.hash?.update(chunk);
+    this.crc?.hasher.update(chunk);
+    const mismatch = this.seen === this.expected && !this.settled ? this.settle() : null;
+    if (mismatch) callback(mismatch);
+    else callback(null, chunk);
   }
 
   override _flush(callback: TransformCallback): void {
@@ -96,17 +99,18 @@ export class ExactLengthStream extends Transform {
       callback(new BodyLengthMismatch(this.expected, this.seen, false));
       return;
     }
-    if (this.hash && this.hex === null && !this.settle()) {
-      callback(new DigestMismatch());
-      return;
-    }
-    callback();
+    callback(this.settled ? null : this.settle());
   }
 
-  /** Ends the hash; false when the bytes do not have the digest they must. */
-  private settle(): boolean {
-    const digest = this.hash!.digest();
-    this.hex = digest.toString('hex');
-    return this.sha256 === null || digest.equals(this.sha256);
+  /** Ends the digests (once); the mismatch when the bytes do not have one they must. */
+  private settle(): DigestMismatch | null {
+    this.settled = true;
+    if (this.hash) {
+      const digest = this.hash.digest();
+      this.hex = digest.toString('hex');
+      if (this.sha256 !== null && !digest.equals(this.sha256)) return new DigestMismatch('sha-256');
+    }
+    if (this.crc && !this.crc.hasher.digest().equals(this.crc.expected)) return new DigestMismatch('crc64nvme');
+    return null;
   }
 }
