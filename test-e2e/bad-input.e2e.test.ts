@@ -271,6 +271,15 @@ describe('bad input through the gateway', () => {
       steps: () => [head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Transfer-Encoding: gzip']) + 'abc'],
     },
     {
+      name: 'Transfer-Encoding: gzip, chunked (a coding other than chunked: stored still coded)',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [
+        head(`POST ${contents()} HTTP/1.1`, ['Host: g', bearer(), 'Transfer-Encoding: gzip, chunked']) +
+          '5\r\nabcde\r\n0\r\n\r\n',
+      ],
+    },
+    {
       name: 'invalid Content-Length',
       path: '/v1',
       statuses: [400],

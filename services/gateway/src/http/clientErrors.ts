@@ -40,10 +40,20 @@ export function answerClientErrors(server: Server, logger: Logger): void {
   const handled = new WeakSet<Socket>();
   // The responses not yet finished on each connection, in request order (pipelining queues them).
   const unfinished = new WeakMap<Socket, Set<ServerResponse>>();
+  // Each connection's latest response: once it said Connection: close (a refusal from the head,
+  // say), nothing more may be written, though the bytes after its request may still fail to parse.
+  const latest = new WeakMap<Socket, ServerResponse>();
+  const closing = (socket: Socket): boolean => {
+    const res = latest.get(socket);
+    return (
+      !!res?.headersSent && (!res.shouldKeepAlive || String(res.getHeader('connection')).toLowerCase() === 'close')
+    );
+  };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     let open = unfinished.get(req.socket);
     if (!open) unfinished.set(req.socket, (open = new Set()));
     open.add(res);
+    latest.set(req.socket, res);
     const done = () => open.delete(res);
     res.once('finish', done);
     res.once('close', done);
@@ -58,6 +68,12 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     }
     socket.pause();
     const pending = [...(unfinished.get(socket) ?? [])].filter((r) => !r.writableFinished);
+    // Once an answer said Connection: close, a second one would be junk to the client: the
+    // connection only closes (a second later, so that the answer is read, not reset).
+    const answer = () =>
+      closing(socket)
+        ? void setTimeout(() => socket.destroy(), 1000).unref()
+        : writeBareError(socket, upstream, refusal, trackId);
     const last = pending.at(-1);
     const req = last?.req;
     const refusal = describe(error);
@@ -79,7 +95,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
       return;
     }
     if (pending.length === 0) {
-      writeBareError(socket, upstream, refusal, trackId);
+      answer();
       return;
     }
     // The requests in flight are whole: their answers go first, then the error, then the close.
@@ -90,7 +106,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
       });
       res.once('finish', () => {
         left -= 1;
-        if (left === 0) writeBareError(socket, upstream, refusal, trackId);
+        if (left === 0) answer();
       });
     }
   });

@@ -55,6 +55,12 @@ export function refusalOf(req: Request): EdgeRefusal | null {
   if (NON_ASCII_OR_CONTROL.test(target))
     return new EdgeRefusal('invalidPath', 'the request target holds bytes outside visible ASCII');
 
+  // Node decodes the chunked framing and nothing else: a body in any other transfer coding (gzip,
+  // chunked) would reach the services still coded, and be stored so (RFC 9112 §6.1: refuse it).
+  const transferEncoding = req.headers['transfer-encoding'];
+  if (transferEncoding !== undefined && transferEncoding.trim().toLowerCase() !== 'chunked')
+    return new EdgeRefusal('malformedRequest', 'Transfer-Encoding may only be "chunked"');
+
   const expect = req.headers.expect;
   if (expect !== undefined && expect.trim().toLowerCase() !== '100-continue')
     return new EdgeRefusal('expectationFailed', 'only "Expect: 100-continue" is supported');
