@@ -14,7 +14,10 @@ export interface GatewayDeps {
   logger: Logger;
   metrics: ServiceMetrics;
   upstreams: Partial<Record<Upstream, string>>;
+  /** Longest silence of the content-service (slow links, big parts). */
   upstreamTimeoutMs: number;
+  /** Longest silence of the auth- and session-service, whose answers are small and quick (default: upstreamTimeoutMs). */
+  signInUpstreamTimeoutMs?: number;
 }
 
 /**
@@ -33,6 +36,8 @@ export function buildApp(deps: GatewayDeps): express.Express {
   const agent = new RoomyAgent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
   const proxies = new Map<Upstream, ProxyHandler>();
   for (const [name, target] of Object.entries(deps.upstreams) as [Upstream, string][]) {
+    const silenceMs =
+      name === 'content' ? deps.upstreamTimeoutMs : (deps.signInUpstreamTimeoutMs ?? deps.upstreamTimeoutMs);
     proxies.set(
       name,
       createProxyMiddleware<IncomingMessage, ServerResponse>({
@@ -52,8 +57,8 @@ export function buildApp(deps: GatewayDeps): express.Express {
             });
             // httpxy's own proxyTimeout destroys the request without a cause (a plain "socket hang
             // up"); this one says it timed out, so the client gets upstreamTimeout, not unavailable.
-            proxyReq.setTimeout(deps.upstreamTimeoutMs, () =>
-              proxyReq.destroy(new UpstreamSilent(`no answer within ${deps.upstreamTimeoutMs} ms`)),
+            proxyReq.setTimeout(silenceMs, () =>
+              proxyReq.destroy(new UpstreamSilent(`no answer within ${silenceMs} ms`)),
             );
             // A client whose body broke off is answered by clientErrors once the request is over, so
             // its response finishes normally and httpxy (which aborts upstream only on an unfinished

@@ -9,6 +9,8 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       SESSION_SERVICE_URL: env.url().optional(),
       /** Longest silence allowed from an upstream before the request is given up (slow links, big parts). */
       UPSTREAM_TIMEOUT_MS: env.int(300_000, 1000),
+      /** The same for the auth- and session-service, whose answers are small: a stuck one is given up sooner. */
+      SIGNIN_UPSTREAM_TIMEOUT_MS: env.int(30_000, 1000),
       /** Longest silence allowed from a client mid-request. */
       CLIENT_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
       MAX_HEADER_BYTES: env.int(16 * 1024, 1024),

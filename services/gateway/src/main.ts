@@ -22,7 +22,13 @@ startService({
     }));
 
     const metrics = new ServiceMetrics('gateway', (req) => routeLabel(req.path));
-    const app = buildApp({ logger, metrics, upstreams, upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS });
+    const app = buildApp({
+      logger,
+      metrics,
+      upstreams,
+      upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
+      signInUpstreamTimeoutMs: config.SIGNIN_UPSTREAM_TIMEOUT_MS,
+    });
     return {
       app,
       // The public port is the internet's: readiness details and metrics are on the admin port.

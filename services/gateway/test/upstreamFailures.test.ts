@@ -48,6 +48,24 @@ describe('the gateway when its upstream fails', () => {
     expect(await res.json()).toMatchObject({ id: 'urn:error:contents:upstreamTimeout', 'status-code': 504 });
   });
 
+  it('gives a silent session-service up at its own, shorter limit, in the {Code, Message} format', async () => {
+    const silent = await listen(createServer(() => undefined));
+    const app = buildApp({
+      logger: createLogger({ service: 'gateway-test', level: 'silent' }),
+      metrics: new ServiceMetrics('gateway-test'),
+      upstreams: { content: silent, sessions: silent },
+      upstreamTimeoutMs: 60_000,
+      signInUpstreamTimeoutMs: 300,
+    });
+    const gateway = await listen(createServer(app));
+    const started = Date.now();
+    const res = await fetch(`${gateway}/sessions/v5.13/sessions/refresh`, { method: 'POST' });
+    console.log(`a silent session-service answered 504 after ${Date.now() - started} ms`);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(res.status).toBe(504);
+    expect(Object.keys((await res.json()) as object).sort()).toEqual(['Code', 'Message']);
+  });
+
   it('answers 503 serviceUnavailable when the upstream refuses the connection', async () => {
     const closed = createServer();
     const url = await listen(closed);
