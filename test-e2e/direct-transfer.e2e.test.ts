@@ -176,6 +176,10 @@ describe('direct transfer', () => {
     const part = await fetch(ranged.headers.get('location')!, { headers: { range } });
     expect(part.status).toBe(206);
     expect(Buffer.from(await part.arrayBuffer())).toEqual(data.subarray(P - 5, P + 5));
+    // A range in another spelling (upper case: RFC 9110 allows it, S3 ignores it) is served by the service.
+    const shouted = await redirected(id, range.toUpperCase());
+    expect(shouted.status).toBe(206);
+    expect(Buffer.from(shouted.body)).toEqual(data.subarray(P - 5, P + 5));
     // The URL is signed for that Range: another one is refused by S3.
     const other = await fetch(ranged.headers.get('location')!, { headers: { range: 'bytes=0-9' } });
     expect(other.status).toBe(403);

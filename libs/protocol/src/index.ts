@@ -4,7 +4,7 @@
 export { PART_SIZE, MAX_CONTENT_SIZE, MAX_RANGES_PER_PART } from './limits';
 export { HEADERS, headerKey } from './headers';
 export { parseContentRange, formatContentRange, type ContentRange } from './contentRange';
-export { parseRange, resolveRange, formatRange, type RangeRequest, type ResolvedRange } from './range';
+export { parseRange, resolveRange, formatRange, inS3Spelling, type RangeRequest, type ResolvedRange } from './range';
 export { RangeSyntaxError } from './RangeSyntaxError';
 export { formatReceivedRanges, parseReceivedRanges, type ReceivedRange } from './receivedRanges';
 export {

@@ -12,7 +12,9 @@ export type RangeRequest =
 export type ResolvedRange = { satisfiable: true; start: number; end: number } | { satisfiable: false };
 
 const LEGACY = /^bytes ([0-9]{1,20})-([0-9]{1,20})\/([0-9]{1,20}|\*)$/i;
-const RFC = /^bytes=([0-9]{0,20})-([0-9]{0,20})$/i;
+// Any number of digits (RFC 9110 sets no bound; leading zeros are allowed): a position past any
+// content (however many digits, up to Infinity) clips as an end and is unsatisfiable as a start.
+const RFC = /^bytes=([0-9]*)-([0-9]*)$/i;
 
 export function parseRange(header: string): RangeRequest {
   const value = header.trim();
@@ -35,6 +37,11 @@ export function parseRange(header: string): RangeRequest {
   const last = rfc[2] === '' ? null : Number(rfc[2]);
   if (last !== null && first > last) throw new RangeSyntaxError(`Range start ${first} is after its end ${last}`);
   return { form: 'rfc', first, last };
+}
+
+/** Whether a Range header is in S3's own spelling (`bytes=` in lower case, no spaces): S3 ignores a range written otherwise. */
+export function inS3Spelling(header: string): boolean {
+  return /^bytes=[0-9]*-[0-9]*$/.test(header.trim());
 }
 
 /** Applies a parsed range to a content of `total` bytes: ends past the content are clipped. */

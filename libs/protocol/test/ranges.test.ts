@@ -104,6 +104,18 @@ describe('parseRange and resolveRange', () => {
     expect(resolveRange(parseRange('bytes=-0'), 10)).toEqual({ satisfiable: false });
   });
 
+  it('reads positions of any number of digits: leading zeros, and ends or starts past any content', () => {
+    expect(resolveRange(parseRange('bytes=0-00000000000000000000000000004'), 10)).toEqual({
+      satisfiable: true,
+      start: 0,
+      end: 4,
+    });
+    expect(resolveRange(parseRange(`bytes=2-${'9'.repeat(23)}`), 10)).toEqual({ satisfiable: true, start: 2, end: 9 });
+    expect(resolveRange(parseRange(`bytes=2-${'9'.repeat(400)}`), 10)).toEqual({ satisfiable: true, start: 2, end: 9 });
+    expect(resolveRange(parseRange(`bytes=${'9'.repeat(20)}-`), 10)).toEqual({ satisfiable: false });
+    expect(resolveRange(parseRange(`bytes=-${'9'.repeat(30)}`), 10)).toEqual({ satisfiable: true, start: 0, end: 9 });
+  });
+
   it('tells the legacy form from the RFC form', () => {
     expect(parseRange('bytes 0-9/100')).toEqual({ form: 'legacy', first: 0, last: 9, total: 100 });
     expect(parseRange('bytes 0-9/*')).toEqual({ form: 'legacy', first: 0, last: 9, total: null });

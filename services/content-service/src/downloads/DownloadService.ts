@@ -1,5 +1,12 @@
 import { ServiceError } from '@cp/errors';
-import { formatContentRange, HEADERS, resolveRange, type RangeRequest, type ReceivedRange } from '@cp/protocol';
+import {
+  formatContentRange,
+  HEADERS,
+  inS3Spelling,
+  resolveRange,
+  type RangeRequest,
+  type ReceivedRange,
+} from '@cp/protocol';
 import { isRangeRefused, type ObjectInfo, type ObjectStore, type StoredObject } from '../store/ObjectStore';
 import type { PresignedRequest, Presigner } from '../store/Presigner';
 import type { UploadRecord } from '../store/UploadBook';
@@ -44,7 +51,7 @@ export class DownloadService {
   /**
    * A presigned GetObject of a ready content (409 while it uploads, 404 when there is none), bound
    * to the request's RFC 9110 Range header as sent; null when the request is better served as
-   * before: the legacy `bytes a-b/total` form, `bytes=-0`, or a range the content cannot satisfy
+   * before: the legacy `bytes a-b/total` form, a range not in S3's spelling (`BYTES=`), `bytes=-0`, or a range the content cannot satisfy
    * (answered 416 by the service), or direct transfer not enabled.
    */
   async redirect(
@@ -54,7 +61,8 @@ export class DownloadService {
     rangeHeader?: string,
   ): Promise<PresignedRequest | null> {
     if (!this.presigner) return null;
-    if (range && (range.form === 'legacy' || !rangeHeader)) return null;
+    // S3 reads only its own spelling of a range: any other is served here.
+    if (range && (range.form === 'legacy' || !rangeHeader || !inS3Spelling(rangeHeader))) return null;
     const info = await this.ready(ownerId, id);
     if (range && !resolveRange(range, info.contentLength).satisfiable) return null;
     return this.presigner.getObject(contentKey(ownerId, id), range ? rangeHeader!.trim() : undefined);
