@@ -64,6 +64,8 @@ describe('bad input through the gateway', () => {
       expect([where, Object.keys(body).sort()]).toEqual([where, ['id', 'message', 'status-code', 'track-id']]);
       expect(body['status-code']).toBe(r.status);
       expect(body.id).toMatch(/^urn:error:contents:[a-z][A-Za-z]+$/);
+      // The request id a client quotes is in the head too, whoever answered (the parser's refusals included).
+      expect([where, r.headers['x-request-id']]).toEqual([where, body['track-id']]);
     }
   }
 
@@ -318,6 +320,12 @@ describe('bad input through the gateway', () => {
       path: '/v1',
       statuses: [400],
       steps: () => [head(`BREW ${contents()} HTTP/1.1`, ['Host: g'])],
+    },
+    {
+      name: 'CONNECT (a tunnel)',
+      path: '/v1',
+      statuses: [400],
+      steps: () => [head(`CONNECT 127.0.0.1:8081 HTTP/1.1`, ['Host: 127.0.0.1:8081'])],
     },
     {
       name: 'huge URL',

@@ -59,6 +59,12 @@ export function answerClientErrors(server: Server, logger: Logger): void {
     res.once('close', done);
   });
 
+  // CONNECT (a tunnel) is no method of this API; Node would drop the connection without a word.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const refusal = new EdgeRefusal('malformedRequest', 'CONNECT is not supported');
+    writeBareError(socket, upstreamFor((req.url ?? '/').split('?')[0]!), refusal, randomUUID());
+  });
+
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
     if (handled.has(socket)) return;
     handled.add(socket);
@@ -130,7 +136,7 @@ function writeBareError(
       status
     ] ?? 'Error';
   socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n${errorId ? `X-Error-Id: ${errorId}\r\n` : ''}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${reason}\r\nX-Request-Id: ${trackId}\r\nContent-Type: application/json; charset=utf-8\r\n${errorId ? `X-Error-Id: ${errorId}\r\n` : ''}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
   setTimeout(() => socket.destroy(), 1000).unref();
 }
