@@ -70,7 +70,14 @@ export function buildApp(deps: GatewayDeps): express.Express {
             else req.once('close', abortIfBrokenOff);
           },
           // Piped into the client's response right after this event: what one turn reads, one write.
-          proxyRes: (proxyRes, _req, res) => coalesceWrites(proxyRes, res),
+          proxyRes: (proxyRes, req, res) => {
+            // A service's answer before the whole body (a refusal mid-body) that closes the
+            // connection: the client's is closed the lingering way too, or Node would reset it
+            // under a client still sending, and the reset could beat the answer.
+            if (!req.complete && /(^|,)\s*close\s*(,|$)/i.test(String(proxyRes.headers.connection ?? '')))
+              closeAfterAnswer(req, res);
+            coalesceWrites(proxyRes, res);
+          },
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),
         },
       }),
