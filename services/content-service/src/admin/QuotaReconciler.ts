@@ -52,7 +52,8 @@ export class QuotaReconciler {
       for (const id of ids) {
         const record = await this.book.find(id);
         if (!record || record.ownerId !== ownerId) continue; // completed or removed meanwhile
-        reserved += record.total ?? 0;
+        // Begun without a total: what the write that named it holds (none yet: nothing).
+        reserved += record.total ?? (await this.book.state(id)).held ?? 0;
         uploads += 1;
       }
       if (ids.length < PAGE) break;

@@ -71,19 +71,22 @@ export class OwnerQuotas {
     };
   }
 
+  // Each of these is counted once per content, however many requests (a retry, a racing DELETE,
+  // the sweeper) report it.
+
   /** A multipart content completed: what its creation held (`held`) becomes its size in use. */
-  completed(ownerId: string, held: number, size: number): Promise<void> {
-    return this.count(ownerId, -held, size);
+  completed(ownerId: string, id: string, held: number, size: number): Promise<void> {
+    return this.count(ownerId, -held, size, `completed:${id}`);
   }
 
   /** An unfinished upload went (expired, deleted, failed): what its creation held goes. */
-  discarded(ownerId: string, held: number): Promise<void> {
-    return this.count(ownerId, -held, 0);
+  discarded(ownerId: string, id: string, held: number): Promise<void> {
+    return this.count(ownerId, -held, 0, `discarded:${id}`);
   }
 
   /** A ready content of `size` bytes was deleted. */
-  deleted(ownerId: string, size: number): Promise<void> {
-    return this.count(ownerId, 0, -size);
+  deleted(ownerId: string, id: string, size: number): Promise<void> {
+    return this.count(ownerId, 0, -size, `deleted:${id}`);
   }
 
   /** 403 for a body that passed the bytes its hold allowed (`upTo`): nothing of it is stored. */
@@ -113,10 +116,10 @@ export class OwnerQuotas {
   }
 
   /** Counted after the fact, never failing its request: a count that fails is put right by the reconciliation. */
-  private async count(ownerId: string, reservedDelta: number, usedDelta: number): Promise<void> {
+  private async count(ownerId: string, reservedDelta: number, usedDelta: number, once?: string): Promise<void> {
     if (!this.store) return;
     await this.store
-      .adjust(ownerId, reservedDelta, usedDelta)
+      .adjust(ownerId, reservedDelta, usedDelta, once)
       .catch((error: unknown) =>
         this.logger.warn(
           { ownerId, err: error },

@@ -32,12 +32,15 @@ export const UNLIMITED = -1;
  */
 export class RedisQuotas {
   private readonly prefix: string;
+  /** Changes counted once (`adjust`'s `once`), remembered a day: `up:<ns>:~quota-once:<name>`. */
+  private readonly oncePrefix: string;
 
   constructor(
     private readonly redis: Redis,
     namespace: string,
   ) {
     this.prefix = `up:${namespace}:~quota:`;
+    this.oncePrefix = `up:${namespace}:~quota-once:`;
   }
 
   /**
@@ -59,10 +62,14 @@ export class RedisQuotas {
     return ok === 1 ? { held: granted! } : { limit: limit!, held: held! };
   }
 
-  /** Moves the counters by the given amounts (never below zero). */
-  async adjust(ownerId: string, reservedDelta: number, usedDelta: number): Promise<void> {
+  /**
+   * Moves the counters by the given amounts (never below zero). `once`: the name of the change
+   * (a content's deletion, say), made at most once however many requests report it.
+   */
+  async adjust(ownerId: string, reservedDelta: number, usedDelta: number, once?: string): Promise<void> {
     if (reservedDelta === 0 && usedDelta === 0) return;
-    await this.script(ADJUST, ownerId, [String(reservedDelta), String(usedDelta)]);
+    const keys = [this.key(ownerId), ...(once ? [this.oncePrefix + once] : [])];
+    await runScript(this.redis, ADJUST, keys, [String(reservedDelta), String(usedDelta), String(ONCE_TTL_SECONDS)]);
   }
 
   async read(ownerId: string): Promise<{ limits: QuotaLimits; usage: QuotaUsage }> {
@@ -126,7 +133,11 @@ end
 if n > 0 then redis.call('HSET', KEYS[1], 'reserved', string.format('%.0f', reserved + n)) end
 return {1, limit, held, n}`);
 
+/** How long a change made `once` is remembered: far longer than racing requests take. */
+const ONCE_TTL_SECONDS = 24 * 3600;
+
 const ADJUST = script(`
+if KEYS[2] and not redis.call('SET', KEYS[2], '1', 'NX', 'EX', tonumber(ARGV[3])) then return 0 end
 local f = redis.call('HMGET', KEYS[1], 'reserved', 'used')
 local reserved = math.max(0, tonumber(f[1] or '0') + tonumber(ARGV[1]))
 local used = math.max(0, tonumber(f[2] or '0') + tonumber(ARGV[2]))

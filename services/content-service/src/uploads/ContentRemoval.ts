@@ -37,7 +37,7 @@ export class ContentRemoval {
           'content-type': ready.contentType,
         });
         await objects.delete(key);
-        await this.ctx.quotas.deleted(ownerId, ready.contentLength);
+        await this.ctx.quotas.deleted(ownerId, id, ready.contentLength);
         await events.publish(intent);
         return;
       }

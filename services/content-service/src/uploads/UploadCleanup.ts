@@ -17,7 +17,7 @@ export class UploadCleanup {
     await objects.abortMultipartUpload(record.s3Key, record.uploadId);
     await objects.deletePrefix(stagingPrefix(record._id));
     await book.remove(record._id);
-    await quotas.discarded(record.ownerId, held);
+    await quotas.discarded(record.ownerId, record._id, held);
   }
 
   /** After a completion: the staged objects and the bookkeeping go, then the note that they must. */

@@ -243,7 +243,7 @@ export class UploadCompletion {
         if (!mine(view.state)) throw claimLost('the completion');
       });
       metrics.completed.inc();
-      await this.ctx.quotas.completed(record.ownerId, record.total ?? state.held ?? 0, total);
+      await this.ctx.quotas.completed(record.ownerId, record._id, record.total ?? state.held ?? 0, total);
     } catch (error) {
       await heartbeat.stop();
       await commits
