@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
+import { isNotFound } from '../store/ObjectStore';
 import type { UploadRecord } from '../store/UploadBook';
 import type { Piece } from '../store/UploadBook';
 import { exactBody } from './exactBody';
@@ -38,7 +39,7 @@ export class ReadyContentRewrites {
         'rangePastTotal',
         `Content-Range end ${range.end} is not below the content's total ${total}`,
       );
-    const stored = await this.ctx.objects.getRange(ready.s3Key, range.start, range.end);
+    const stored = await this.stored(ready.s3Key, ready.id, range);
     const sent = exactBody(body, range.end - range.start + 1, { sha256 });
     if (!(await streamsEqual(sent, stored.body))) throw differs();
     return { id: ready.id, completedNow: false, completed: true };
@@ -59,12 +60,22 @@ export class ReadyContentRewrites {
           'contentAlreadyComplete',
           'the content was completed while these bytes were sent; send them again to have them compared',
         );
-      const stored = await objects.getRange(record.s3Key, range.start, range.end);
+      const stored = await this.stored(record.s3Key, record._id, range);
       const sent = await objects.getRange(piece.key, 0, range.end - range.start);
       if (!(await streamsEqual(sent.body, stored.body))) throw differs();
       return { id: record._id, completedNow: false, completed: true };
     } finally {
       if (piece.key) await objects.delete(piece.key).catch(() => undefined);
+    }
+  }
+
+  /** The stored bytes of `range`; 404 `contentNotFound` when the content was deleted meanwhile (a racing DELETE). */
+  private async stored(key: string, id: string, range: ContentRange) {
+    try {
+      return await this.ctx.objects.getRange(key, range.start, range.end);
+    } catch (error) {
+      if (isNotFound(error)) throw ServiceError.of('contentNotFound', `there is no content ${id} any more`);
+      throw error;
     }
   }
 }
