@@ -71,13 +71,21 @@ function expandIpv6(address: string): number[] | null {
   return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : null;
 }
 
-/** The IPv4 address an IPv6 one stands for: IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible, NAT64 (64:ff9b::/96). */
+/**
+ * The IPv4 address an IPv6 one stands for: IPv4-mapped (::ffff:a.b.c.d), IPv4-translated
+ * (::ffff:0:a.b.c.d), IPv4-compatible, NAT64 (64:ff9b::/96 and the local-use 64:ff9b:1::/48),
+ * 6to4 (2002:AABB:CCDD::/48, the IPv4 in groups 1 and 2).
+ */
 function embeddedIpv4(g: number[]): string | null {
-  const v4 = () => `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
+  const at = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const v4 = () => at(g[6]!, g[7]!);
   const zeroUpTo = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeroUpTo(5) && g[5] === 0xffff) return v4();
+  if (zeroUpTo(4) && g[4] === 0xffff && g[5] === 0) return v4();
   if (zeroUpTo(6) && (g[6] !== 0 || g[7]! > 1)) return v4();
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4();
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return v4();
+  if (g[0] === 0x2002) return at(g[1]!, g[2]!);
   return null;
 }
 
@@ -94,7 +102,8 @@ export function refuseUrl(raw: string, policy: UrlPolicy): string | null {
     return policy.allowHttp ? 'the url must be https:// or http://' : 'the url must be https://';
   if (url.username || url.password) return 'the url may not carry a user name or password';
   if (url.hash) return 'the url may not carry a fragment';
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // A name's trailing dot (its root) names the same host: `localhost.` is `localhost`.
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (policy.allowPrivate) return null;
   if (host === 'localhost' || host.endsWith('.localhost')) return 'the url names a loopback host';
   if (isIP(host) && !isPublicAddress(host))

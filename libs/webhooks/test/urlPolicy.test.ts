@@ -27,6 +27,10 @@ describe('which addresses a webhook may reach', () => {
     ['::ffff:10.0.0.1', false],
     ['::ffff:8.8.8.8', true],
     ['64:ff9b::a9fe:a9fe', false],
+    ['64:ff9b:1::a9fe:a9fe', false], // NAT64, local use
+    ['::ffff:0:a9fe:a9fe', false], // IPv4-translated
+    ['2002:a9fe:a9fe::1', false], // 6to4 of 169.254.169.254
+    ['2002:808:808::1', true], // 6to4 of 8.8.8.8
     ['[::1]', false],
     ['not-an-address', false],
   ])('%s is public: %s', (address, expected) => {
@@ -50,6 +54,8 @@ describe('which receiver URLs are registered', () => {
     ['https://[::ffff:192.168.0.1]/hook', /private/],
     ['https://169.254.169.254/latest', /private/],
     ['https://localhost/hook', /loopback/],
+    ['https://localhost./hook', /loopback/],
+    ['https://foo.localhost./hook', /loopback/],
     [`https://example.com/${'a'.repeat(2048)}`, /longer/],
   ])('%s under the default policy: %s', (url, refusal) => {
     const refused = refuseUrl(url, strict);
