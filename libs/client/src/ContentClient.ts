@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PART_SIZE } from '#protocol';
@@ -47,6 +48,8 @@ export interface ContentClientOptions {
    * curl and most HTTP clients do: default `process.env`; `null` for no proxy at all.
    */
   proxyEnv?: Record<string, string | undefined> | null;
+  /** How long a connection may stay silent before its attempt fails and is retried (default 60 s for reads, 330 s for writes). */
+  silenceMs?: { read: number; write: number };
 }
 
 /**
@@ -63,7 +66,7 @@ export class ContentClient {
   readonly webhooks: WebhookCalls;
 
   constructor(options: ContentClientOptions) {
-    this.transport = new Transport(options.proxyEnv === undefined ? process.env : options.proxyEnv);
+    this.transport = new Transport(options.proxyEnv === undefined ? process.env : options.proxyEnv, options.silenceMs);
     const base = new URL(options.baseUrl);
     const retries = new RetryPolicy({ retryForMs: options.retryForMs, onRetry: options.onRetry });
     this.session = new Session(this.transport, base, options.credentials, options, retries);
@@ -102,16 +105,18 @@ export class ContentClient {
     };
   }
 
-  /** Uploads a file; returns the content id. */
+  /**
+   * Uploads a file; returns the content id. A path that is not a regular file (a named pipe,
+   * `<(...)`, a device) has no length to read up front: it is read through as a stream.
+   */
   async uploadFile(path: string, opts: UploadOptions): Promise<string> {
+    if (!(await stat(path)).isFile()) return this.uploadStream(createReadStream(path), opts);
     const direct = opts.direct ? new DirectTransfer(this.api) : null;
-    return uploadParts(
-      this.api,
-      await fileParts(path, this.partSize),
-      opts,
-      (id) => this.status(opts.owner, id, opts.signal),
-      direct,
-    );
+    const source = await fileParts(path, this.partSize);
+    const id = await uploadParts(this.api, source, opts, (cid) => this.status(opts.owner, cid, opts.signal), direct);
+    // Each part was checked as read; a file written meanwhile may have been read half old, half new.
+    await source.unchanged(id);
+    return id;
   }
 
   /**

@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
+import { IntegrityError } from './errors';
 import { missingParts, splitIntoParts, type ByteRange } from './ranges';
 
 /** One part to send: where it lies in the content, and its bytes (read anew for every attempt). */
@@ -28,13 +29,16 @@ export interface PartSource {
    * returns their bytes; one that cannot returns null, and its parts are read through and skipped.
    */
   leaveOut(received: ByteRange[]): number | null;
+  /** Throws an IntegrityError naming content `id` when the file was written to since its parts began to be read (a file only). */
+  unchanged(id: string): Promise<void>;
 }
 
 const READ = { highWaterMark: 1024 * 1024 };
 
 /** A file's ranges, each streamed from disk as it is sent. */
 export async function fileParts(path: string, partSize: number): Promise<PartSource> {
-  const size = (await stat(path)).size;
+  const before = await stat(path);
+  const size = before.size;
   let todo = splitIntoParts(size, partSize);
   const parts = (async function* () {
     for (const p of todo) {
@@ -42,7 +46,7 @@ export async function fileParts(path: string, partSize: number): Promise<PartSou
         start: p.start,
         length: p.end - p.start + 1,
         last: p.end === size - 1,
-        body: () => createReadStream(path, { ...READ, start: p.start, end: p.end }),
+        body: () => exactly(createReadStream(path, { ...READ, start: p.start, end: p.end }), p.end - p.start + 1, path),
         release: async () => undefined,
       };
     }
@@ -55,7 +59,34 @@ export async function fileParts(path: string, partSize: number): Promise<PartSou
       todo = missingParts(todo, received);
       return size - todo.reduce((n, p) => n + p.end - p.start + 1, 0);
     },
+    async unchanged(id) {
+      const after = await stat(path);
+      if (after.size !== size || after.mtimeMs !== before.mtimeMs)
+        throw new IntegrityError(
+          `${path} was written to while it was uploaded: content ${id} may hold a mix of old and new bytes; delete it and upload the file again`,
+        );
+    },
   };
+}
+
+/**
+ * A file range's bytes, failing (IntegrityError) when the file ends before `length` of them: a file
+ * that shrank while it was uploaded would otherwise send fewer bytes than its Content-Length, and
+ * the request would wait for the rest until the service gave up on it.
+ */
+function exactly(stream: Readable, length: number, path: string): Readable {
+  let seen = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      seen += chunk.length;
+      callback(null, chunk);
+    },
+    flush(callback) {
+      callback(seen === length ? null : new IntegrityError(`${path} shrank while it was uploaded; upload it again`));
+    },
+  });
+  stream.on('error', (error) => counted.destroy(error));
+  return stream.pipe(counted);
 }
 
 /** A stream's parts, spooled to `dir` as they are read (see spooledParts). */
@@ -77,7 +108,7 @@ export function streamParts(
       };
     }
   })();
-  return { kind: 'stream', size, parts, leaveOut: () => null };
+  return { kind: 'stream', size, parts, leaveOut: () => null, unchanged: async () => undefined };
 }
 
 export interface SpooledPart {

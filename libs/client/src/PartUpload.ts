@@ -36,6 +36,8 @@ export async function uploadParts(
   const rangeOf = (p: SourcePart) =>
     formatContentRange({ start: p.start, end: p.start + p.length - 1 }, p.last ? p.start + p.length : known);
   const checkLength = (p: SourcePart) => {
+    if (known !== null && p.start + p.length > known)
+      throw new IntegrityError(`the stream is longer than the ${known} bytes announced`);
     if (!p.last) return;
     total = p.start + p.length;
     if (known !== null && known !== total)
@@ -83,6 +85,7 @@ export async function uploadParts(
   } else {
     const first = await parts.next();
     if (first.done) {
+      if (known !== null && known !== 0) throw new IntegrityError(`the stream had 0 bytes, not the ${known} announced`);
       // Nothing to send: a one-shot upload of an empty content.
       const res = await api.call({
         method: 'POST',

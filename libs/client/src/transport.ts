@@ -33,13 +33,20 @@ export type ProxyEnv = Record<string, string | undefined>;
  * (Node's own proxy support: plain HTTP is forwarded, HTTPS tunnelled with CONNECT; NO_PROXY
  * hosts go direct). Bodies stream through a proxy as they do without one.
  */
+/** How long a connection may stay silent before its attempt fails: a read (HEAD, GET), a write. */
+export const READ_SILENCE_MS = 60_000;
+export const WRITE_SILENCE_MS = 330_000;
+
 export class Transport {
   private readonly http: HttpAgent;
   private readonly https: HttpsAgent;
   /** Requests sent, retries included (tests count them). */
   requests = 0;
 
-  constructor(proxyEnv: ProxyEnv | null = null) {
+  constructor(
+    proxyEnv: ProxyEnv | null = null,
+    private readonly silenceMs = { read: READ_SILENCE_MS, write: WRITE_SILENCE_MS },
+  ) {
     // `proxyEnv: undefined` would let NODE_USE_ENV_PROXY decide; an explicit object (empty: no proxy) does not.
     const proxy = { proxyEnv: proxyVariables(proxyEnv) };
     this.http = new HttpAgent({ keepAlive: true, maxSockets: 64, ...proxy });
@@ -77,6 +84,12 @@ export class Transport {
           (res) => void this.receive(res, req).then(resolve, reject),
         );
         started.on('error', reject);
+        // A connection silent this long (a stuck server, a dead link) fails the attempt, which is
+        // retried within --retry-for: longer for a write, whose answer waits for S3 (the gateway gives up at 300 s).
+        const silenceMs = req.body ? this.silenceMs.write : this.silenceMs.read;
+        started.setTimeout(silenceMs, () =>
+          started?.destroy(new Error(`the connection was silent for ${silenceMs / 1000} s`)),
+        );
         body = req.body?.();
         if (body === undefined) started.end();
         else if (Buffer.isBuffer(body)) started.end(body);

@@ -1,4 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,5 +89,78 @@ describe('what the client finds out by itself', () => {
         .sort(),
     ).toEqual([`bytes ${2 * PART}-${3 * PART - 1}/*`, `bytes ${3 * PART}-${3 * PART + 9}/${data.length}`]);
     expect(progress[progress.length - 1]).toBe(data.length);
+  });
+
+  it('reads a named pipe given as a file through, storing its bytes, not an empty content', async () => {
+    const fifo = join(dir, `fifo-${randomUUID()}`);
+    execFileSync('mkfifo', [fifo]);
+    const data = randomBytes(3 * PART + 100);
+    const writer = import('node:fs/promises').then((fs) => fs.writeFile(fifo, data));
+    const id = await client.uploadFile(fifo, { owner: OWNER });
+    await writer;
+    const stored = api.contents.get(id)!;
+    expect(stored.total).toBe(data.length);
+    const bytes = Buffer.concat([...stored.parts.entries()].sort(([a], [b]) => a - b).map(([, part]) => part));
+    expect(bytes.equals(data)).toBe(true);
+  });
+
+  it('refuses an empty stream, or one longer than the size announced, as an IntegrityError', async () => {
+    await expect(client.uploadStream(Readable.from([]), { owner: OWNER, size: 5 })).rejects.toThrow(
+      'the stream had 0 bytes, not the 5 announced',
+    );
+    expect(api.contents.size).toBe(0);
+    // The first part fits what was announced and is sent; the second, past it, is not.
+    await expect(
+      client.uploadStream(Readable.from([randomBytes(3 * PART)]), { owner: OWNER, size: PART + 10 }),
+    ).rejects.toThrow(`the stream is longer than the ${PART + 10} bytes announced`);
+    expect([...api.contents.values()].map((c) => c.parts.size)).toEqual([1]);
+  });
+
+  it('refuses a file written to while it was uploaded, and one that shrank, as IntegrityErrors', async () => {
+    const path = join(dir, 'changing.bin');
+    writeFileSync(path, randomBytes(4 * PART));
+    let touched = false;
+    api.intercept = () => {
+      if (!touched) {
+        touched = true;
+        writeFileSync(path, randomBytes(4 * PART)); // same size, other bytes, a later mtime
+      }
+      return undefined;
+    };
+    await expect(client.uploadFile(path, { owner: OWNER, concurrency: 1 })).rejects.toThrow('was written to while');
+
+    const shrinking = join(dir, 'shrinking.bin');
+    writeFileSync(shrinking, randomBytes(4 * PART));
+    let cut = false;
+    api.intercept = () => {
+      if (!cut) {
+        cut = true;
+        writeFileSync(shrinking, randomBytes(PART)); // three parts fewer, while the first is sent
+      }
+      return undefined;
+    };
+    const started = Date.now();
+    await expect(client.uploadFile(shrinking, { owner: OWNER, concurrency: 1 })).rejects.toThrow('shrank');
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('gives up an attempt on a connection silent past its limit, and retries it within the budget', async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const quiet = new ContentClient({
+      baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      credentials: { kind: 'bearer', token: 'ok' },
+      retryForMs: 1_000,
+      silenceMs: { read: 300, write: 300 },
+    });
+    try {
+      const started = Date.now();
+      await expect(quiet.status(OWNER, randomUUID())).rejects.toThrow('silent');
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      quiet.close();
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
