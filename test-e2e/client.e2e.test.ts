@@ -195,7 +195,12 @@ describe('the client library against the running system', () => {
         '--json',
       ]);
       expect(login.code).toBe(0);
-      expect(JSON.parse(login.stdout).sid).toMatch(/^[0-9A-F]{64}$/);
+      // The pair goes to the config file only, never to the terminal.
+      expect(JSON.parse(login.stdout)).toEqual({ signedIn: true, config });
+      const saved = JSON.parse(readFileSync(config, 'utf8')) as { sid: string; refreshToken: string };
+      expect(saved.sid).toMatch(/^[0-9A-F]{64}$/);
+      expect(login.stdout).not.toContain(saved.sid);
+      expect(login.stdout).not.toContain(saved.refreshToken);
       const file = join(dir, 'cli-small.bin');
       writeFileSync(file, randomBytes(3000));
       const up = await cli(['upload', file, '--config', config, '--json']);
@@ -203,9 +208,14 @@ describe('the client library against the running system', () => {
       const { id } = JSON.parse(up.stdout) as { id: string };
       const status = await cli(['status', id, '--config', config, '--json']);
       expect(JSON.parse(status.stdout)).toMatchObject({ id, state: 'ready', total: 3000 });
+      const sidBefore = JSON.parse(readFileSync(config, 'utf8')).sid as string;
       const refreshed = await cli(['refresh', '--config', config, '--json']);
       expect(refreshed.code).toBe(0);
-      expect(JSON.parse(readFileSync(config, 'utf8')).sid).toBe(JSON.parse(refreshed.stdout).sid);
+      const sidAfter = JSON.parse(readFileSync(config, 'utf8')).sid as string;
+      expect(sidAfter).not.toBe(sidBefore);
+      // The new pair is saved, never printed.
+      expect(JSON.parse(refreshed.stdout)).toEqual({ refreshed: true, config });
+      expect(refreshed.stdout).not.toContain(sidAfter);
       const unknown = await cli(['status', randomUUID(), '--config', config, '--json']);
       expect(unknown.code).toBe(4);
       expect(JSON.parse(unknown.stderr)).toMatchObject({ status: 404, code: 'contentNotFound' });

@@ -25,7 +25,14 @@ export async function downloadToFile(
 ): Promise<{ bytes: number; sha256: string }> {
   const { total } = status;
   const partial = `${path}.partial`;
-  const journal = await DownloadJournal.open(`${partial}.json`, status.etag, total, opts.resume ?? false);
+  // A journal whose .partial is gone (removed by hand) has nothing to resume: the download starts over.
+  const resumable =
+    (opts.resume ?? false) &&
+    (await stat(partial).then(
+      () => true,
+      () => false,
+    ));
+  const journal = await DownloadJournal.open(`${partial}.json`, status.etag, total, resumable);
   const file = await open(partial, journal.done.length ? 'r+' : 'w');
   await file.truncate(total);
   await file.close();

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run } from '../src/cli/main';
@@ -35,6 +35,33 @@ describe('content --retry-for', () => {
   });
   afterEach(() => api.stop());
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a malformed --sha256 before downloading anything (exit 2)', async () => {
+    const r = await content([
+      'download',
+      '00000000-0000-4000-8000-000000000002',
+      join(dir, 'x.bin'),
+      '--sha256',
+      'abc',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--sha256');
+    expect(api.seen).toEqual([]);
+  });
+
+  it('starts a download over when its journal is left without its .partial', async () => {
+    const file = join(dir, 'source.bin');
+    const data = randomBytes(3000);
+    writeFileSync(file, data);
+    const up = await content(['upload', file, '--json']);
+    const { id } = JSON.parse(up.stdout) as { id: string };
+    const out = join(dir, 'orphan.bin');
+    const { etag } = JSON.parse((await content(['status', id, '--json'])).stdout) as { etag: string | null };
+    writeFileSync(`${out}.partial.json`, JSON.stringify({ etag, total: 3000, done: [0] }));
+    const down = await content(['download', id, out]);
+    expect(down.code).toBe(0);
+    expect(readFileSync(out).equals(data)).toBe(true);
+  });
 
   it('gives up after the budget with exit code 6, saying how long it tried and why', async () => {
     const file = join(dir, 'small.bin');

@@ -7,6 +7,8 @@ export const download: Command = async (ctx) => {
   ctx.needCredentials();
   const [id, file] = args;
   if (!id || !file) throw new UsageError('download needs a content id and a file');
+  if (flags.sha256 !== undefined && !/^[0-9a-fA-F]{64}$/.test(flags.sha256))
+    throw new UsageError('--sha256 takes a SHA-256 in hex (64 characters)');
   ctx.resumeWith(`content download ${id} ${file}`);
   const downloadView = ctx.progress();
   try {

@@ -15,10 +15,7 @@ export const login: Command = async ({ flags, client, url, owner, configPath, si
   });
   const next: SavedConfig = { url, owner, sid: pair.sid, refreshToken: pair.refreshToken, apiKey: flags['api-key'] };
   writeConfig(configPath, next);
-  print(`signed in; session saved in ${configPath}`, {
-    sid: pair.sid,
-    refreshToken: pair.refreshToken,
-    config: configPath,
-  });
+  // The pair is a secret: it goes to the config file (0600) only, never to the terminal.
+  print(`signed in; session saved in ${configPath}`, { signedIn: true, config: configPath });
   return 0;
 };

@@ -1,9 +1,10 @@
 import type { Command } from '../command';
 
 /** `content refresh`: rotates the saved session (the client saves the new pair through its onCredentials). */
-export const refresh: Command = async ({ client, signal, needCredentials, print }) => {
+export const refresh: Command = async ({ client, signal, needCredentials, print, configPath }) => {
   needCredentials();
-  const pair = await client.refresh(signal);
-  print('session refreshed', { sid: pair.sid, refreshToken: pair.refreshToken });
+  await client.refresh(signal);
+  // The new pair is a secret: saved (0600), never printed.
+  print('session refreshed', { refreshed: true, config: configPath });
   return 0;
 };
