@@ -49,6 +49,15 @@ describe('content --retry-for', () => {
     expect(api.seen).toEqual([]);
   });
 
+  it('says a local file problem is one (exit 2), not a bug or the network', async () => {
+    const file = join(dir, 'for-a-folder.bin');
+    writeFileSync(file, randomBytes(100));
+    const { id } = JSON.parse((await content(['upload', file, '--json'])).stdout) as { id: string };
+    const down = await content(['download', id, dir]); // a folder where the file should go
+    expect(down.code).toBe(2);
+    expect(down.stderr).toContain('check the file, its folder');
+  });
+
   it('starts a download over when its journal is left without its .partial', async () => {
     const file = join(dir, 'source.bin');
     const data = randomBytes(3000);

@@ -161,6 +161,8 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     return code;
   };
   if (error instanceof UsageError) return write(2, error.message, 'see `content --help`');
+  const local = localFileError(error);
+  if (local) return write(2, local.message, 'check the file, its folder (its permissions) and the free space there');
   if (error instanceof Interrupted || (error as Error)?.name === 'AbortError') {
     return write(130, 'interrupted', resumeHint ? `resume with: ${resumeHint}` : 'run the command again');
   }
@@ -185,10 +187,11 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
     const code =
       error.status === 401 || error.status === 403 ? 3 : error.status === 404 ? 4 : error.status >= 500 ? 6 : 5;
     const track = error.trackId ? ` (track id ${error.trackId})` : '';
+    // An upload refused midway (a session revoked, a part refused) is still there to be resumed.
     return write(
       code,
       `${error.status} ${error.code}: ${error.message}${track}`,
-      resumeHint && code === 6 ? `${error.hint}; resume with: ${resumeHint}` : error.hint,
+      resumeHint && code !== 4 ? `${error.hint}; then resume with: ${resumeHint}` : error.hint,
       { status: error.status, code: error.code, trackId: error.trackId },
     );
   }
@@ -221,11 +224,31 @@ function report(error: unknown, err: NodeJS.WriteStream, json: boolean, resumeHi
       error.message,
       resumeHint ? `check --url and the network; resume with: ${resumeHint}` : 'check --url and the network',
     );
-  if ((error as NodeJS.ErrnoException)?.code === 'ENOENT')
-    return write(2, (error as Error).message, 'check the file name');
   return write(1, String((error as Error)?.stack ?? error), 'this is unexpected; please report it');
 }
 
 if (require.main === module) {
   run(process.argv.slice(2), process.env, process.stdout, process.stderr).then((code) => process.exit(code));
+}
+
+/** Errors of the local file system: the file, its folder, the disk. */
+const LOCAL_FILE_CODES = new Set([
+  'ENOENT',
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'ENOSPC',
+  'EDQUOT',
+  'EISDIR',
+  'ENOTDIR',
+  'EEXIST',
+]);
+
+/** The local file system's error behind `error` (itself, or a cause a network error wraps), if any. */
+function localFileError(error: unknown): NodeJS.ErrnoException | null {
+  for (let e = error as NodeJS.ErrnoException | undefined, depth = 0; e && depth < 4; depth++) {
+    if (typeof e.code === 'string' && LOCAL_FILE_CODES.has(e.code) && typeof e.syscall === 'string') return e;
+    e = e.cause as NodeJS.ErrnoException | undefined;
+  }
+  return null;
 }
