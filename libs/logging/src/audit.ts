@@ -48,9 +48,9 @@ export interface AuditLog {
  * log. `target`: `stderr` (the default in every service), `stdout`, `off`, or a file path
  * (appended to, its folder made). Lines are written synchronously: a record is on its stream
  * (the kernel's, for a file) before the request's answer is finished being sent. A pipe that is
- * full (its reader lags) is waited for, as the service's log waits for it, never an error: a bare
- * write to a non-blocking stderr fails with EAGAIN once 64 KiB wait, which threw out of the
- * request's end and took the process down.
+ * full (its reader lags) is waited for, never an error and never a line dropped (the service's log,
+ * unlike this, drops lines past its buffer): a bare write to a non-blocking stderr fails with
+ * EAGAIN once 64 KiB wait, which threw out of the request's end and took the process down.
  */
 export function openAuditLog(service: string, target: string): AuditLog {
   if (target === 'off') return { record: () => undefined, close: () => undefined };
