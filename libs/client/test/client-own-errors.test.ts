@@ -12,6 +12,18 @@ import { FakeContentApi } from './support/FakeContentApi';
 const PART = 64 * 1024;
 const OWNER = '00000000-0000-4000-8000-000000000001';
 
+/** An intercept that does `action` as the first request arrives, and answers every request as usual. */
+function onFirstRequest(action: () => void): () => undefined {
+  let done = false;
+  return () => {
+    if (!done) {
+      done = true;
+      action();
+    }
+    return undefined;
+  };
+}
+
 describe('what the client finds out by itself', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cp-client-own-'));
   let api: FakeContentApi;
@@ -119,26 +131,12 @@ describe('what the client finds out by itself', () => {
   it('refuses a file written to while it was uploaded, and one that shrank, as IntegrityErrors', async () => {
     const path = join(dir, 'changing.bin');
     writeFileSync(path, randomBytes(4 * PART));
-    let touched = false;
-    api.intercept = () => {
-      if (!touched) {
-        touched = true;
-        writeFileSync(path, randomBytes(4 * PART)); // same size, other bytes, a later mtime
-      }
-      return undefined;
-    };
+    api.intercept = onFirstRequest(() => writeFileSync(path, randomBytes(4 * PART))); // same size, other bytes, a later mtime
     await expect(client.uploadFile(path, { owner: OWNER, concurrency: 1 })).rejects.toThrow('was written to while');
 
     const shrinking = join(dir, 'shrinking.bin');
     writeFileSync(shrinking, randomBytes(4 * PART));
-    let cut = false;
-    api.intercept = () => {
-      if (!cut) {
-        cut = true;
-        writeFileSync(shrinking, randomBytes(PART)); // three parts fewer, while the first is sent
-      }
-      return undefined;
-    };
+    api.intercept = onFirstRequest(() => writeFileSync(shrinking, randomBytes(PART))); // three parts fewer, while the first is sent
     const started = Date.now();
     await expect(client.uploadFile(shrinking, { owner: OWNER, concurrency: 1 })).rejects.toThrow('shrank');
     expect(Date.now() - started).toBeLessThan(5_000);

@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openAuditLog } from '../src/audit';
+import { readAfterLag } from './support/laggingReader';
 
 const DIST = join(__dirname, '..', 'dist', 'index.js');
 
@@ -16,16 +16,9 @@ describe('openAuditLog', () => {
       for (let i = 0; i < ${records}; i++)
         audit.record({ event: 'content.download', actor: { kind: 'bearer', subject: 'x'.repeat(120) }, outcome: 'ok', detail: { i } });
     `;
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
-    const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-    child.stderr.pause();
     // Far more than a pipe holds (64 KiB) waits, unread, for a second.
-    await new Promise((r) => setTimeout(r, 1000));
-    let text = '';
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => (text += chunk));
-    child.stderr.resume();
-    expect(await closed).toBe(0);
+    const { code, text } = await readAfterLag(script, 'stderr');
+    expect(code).toBe(0);
     const lines = text.trim().split('\n');
     expect(lines).toHaveLength(records);
     expect(lines.map((l) => JSON.parse(l).detail.i)).toEqual([...Array(records).keys()]);

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { readAfterLag } from './support/laggingReader';
 
 const DIST = join(__dirname, '..', 'dist', 'index.js');
 
@@ -11,15 +11,8 @@ describe('createLogger on stdout', () => {
       for (let i = 0; i < 4000; i++) logger.info({ i, pad: 'x'.repeat(1000) }, 'line');
       setTimeout(() => { logger.info({ i: 'last' }, 'line'); logger.flush(); }, 1500);
     `;
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
-    child.stdout.pause();
-    await new Promise((r) => setTimeout(r, 1000));
-    let text = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => (text += chunk));
-    child.stdout.resume();
-    expect(await closed).toBe(0);
+    const { code, text } = await readAfterLag(script, 'stdout');
+    expect(code).toBe(0);
     const seen = text
       .trim()
       .split('\n')
