@@ -3,7 +3,7 @@ export { ServiceMetrics } from './ServiceMetrics';
 export { healthRoutes, livenessRoute, type ReadinessCheck } from './healthRoutes';
 export { BODY_SOCKET_HIGH_WATER_MARK, runServer, type RunServerOptions, type RunningServer } from './runServer';
 export { coalesceWrites, sendBody } from './coalescedWrites';
-export { closeAfterAnswer } from './lingerAfterAnswer';
+export { closeAfterAnswer, namesClose } from './lingerAfterAnswer';
 export { accessLog } from './accessLog';
 export { whenDone, type DoneHook } from './whenDone';
 export { requireInternalSecret, INTERNAL_SECRET_HEADER, type InternalCaller } from './requireInternalSecret';

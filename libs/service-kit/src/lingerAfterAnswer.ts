@@ -57,3 +57,10 @@ export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse, limi
   Object.defineProperty(socket, 'destroySoon', { value: () => socket.end(), configurable: true });
   lingerAfterAnswer(req, res, limits, 'close');
 }
+
+/** Whether a Connection header's value (a token list, any case) names `close`. */
+export function namesClose(connection: unknown): boolean {
+  return String(connection ?? '')
+    .split(',')
+    .some((token) => token.trim().toLowerCase() === 'close');
+}

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
-import { closeAfterAnswer, coalesceWrites, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import { closeAfterAnswer, coalesceWrites, namesClose, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { apiOf, upstreamFor, type Upstream } from './http/routes';
@@ -74,8 +74,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
             // A service's answer before the whole body (a refusal mid-body) that closes the
             // connection: the client's is closed the lingering way too, or Node would reset it
             // under a client still sending, and the reset could beat the answer.
-            if (!req.complete && /(^|,)\s*close\s*(,|$)/i.test(String(proxyRes.headers.connection ?? '')))
-              closeAfterAnswer(req, res);
+            if (!req.complete && namesClose(proxyRes.headers.connection)) closeAfterAnswer(req, res);
             coalesceWrites(proxyRes, res);
           },
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@cp/logging';
+import { namesClose } from '@cp/service-kit';
 import { upstreamFor, type Upstream } from './routes';
 import { EdgeRefusal } from './edgeChecks';
 import { gatewayErrorBody, gatewayErrorId, sendGatewayError } from './upstreamErrorBody';
@@ -45,9 +46,7 @@ export function answerClientErrors(server: Server, logger: Logger): void {
   const latest = new WeakMap<Socket, ServerResponse>();
   const closing = (socket: Socket): boolean => {
     const res = latest.get(socket);
-    return (
-      !!res?.headersSent && (!res.shouldKeepAlive || String(res.getHeader('connection')).toLowerCase() === 'close')
-    );
+    return !!res?.headersSent && (!res.shouldKeepAlive || namesClose(res.getHeader('connection')));
   };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     let open = unfinished.get(req.socket);
