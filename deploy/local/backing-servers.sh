@@ -83,7 +83,7 @@ start() {
     log "redis already answers on 127.0.0.1:$REDIS_PORT"
   else
     mkdir -p "$STATE_DIR/redis"
-    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly yes \
       --dir "$STATE_DIR/redis" --logfile "$STATE_DIR/redis.log" --pidfile "$STATE_DIR/redis.pid"
     wait_port redis "$REDIS_PORT"
   fi
