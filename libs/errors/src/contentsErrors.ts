@@ -85,6 +85,12 @@ export const CONTENTS_ERRORS = {
     family: 'contents',
     message: 'S3 holds no such part of this upload with that ETag and the length of the part: send it to its URL again',
   },
+  uploadRestarted: {
+    status: 409,
+    family: 'contents',
+    message:
+      'S3 lost the parts of this content stored so far and its upload was begun again: HEAD it and send again every range it shows missing',
+  },
   contentAlreadyComplete: {
     status: 409,
     family: 'contents',

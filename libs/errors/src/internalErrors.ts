@@ -32,6 +32,7 @@ export const INTERNAL_ERRORS = {
   CP_ERR_DELIVERY_FAILED: 'a webhook delivery got no answer: refused address, DNS, connection or timeout',
   CP_ERR_WEBHOOK_SECRET_UNREADABLE: "a webhook's stored secret opens under no key of WEBHOOK_SECRET_KEYS",
   CP_ERR_OWNED_LIMIT_REACHED: "an owner's index of unfinished uploads holds as many as its quota allows",
+  CP_ERR_UPLOAD_LOST: 'S3 holds neither the multipart upload of an unfinished content nor its object',
 } as const satisfies Record<`CP_ERR_${string}`, string>;
 
 export type InternalErrorCode = keyof typeof INTERNAL_ERRORS;

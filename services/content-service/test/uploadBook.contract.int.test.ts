@@ -120,6 +120,18 @@ describe.each(implementations)('UploadBook contract: %s', (name, makeBook) => {
       expect((await book.state(record._id)).version).toBe(1);
     });
 
+    it('finds the upload in force: the record’s until a commit names another, then that one', async () => {
+      const record = await created({ metadata: { 'created-at': '2026-01-01T00:00:00.000Z' } });
+      expect((await book.find(record._id))?.uploadId).toBe(record.uploadId);
+      const state = await book.state(record._id);
+      expect(await book.commit({ ...state, uploadId: 'again-1', lostSince: null }, [])).toBe(true);
+      expect(await book.find(record._id)).toEqual({ ...record, uploadId: 'again-1' });
+      const later = await book.state(record._id);
+      expect(later.uploadId).toBe('again-1');
+      expect(await book.commit({ ...later, lostSince: new Date(5_000) }, [])).toBe(true);
+      expect((await book.state(record._id)).lostSince).toEqual(new Date(5_000));
+    });
+
     it('leaves the expiry of an existing upload alone when its create is refused', async () => {
       const record = await created({ expiresAt: at(60_000) });
       await expect(book.create({ ...record, expiresAt: at(1_000) })).rejects.toThrow();

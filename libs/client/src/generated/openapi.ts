@@ -593,6 +593,7 @@ export interface components {
         | 'urn:error:contents:contentAlreadyComplete'
         | 'urn:error:contents:totalUnknown'
         | 'urn:error:contents:directPartMissing'
+        | 'urn:error:contents:uploadRestarted'
         | 'urn:error:contents:lengthRequired'
         | 'urn:error:contents:partTooLarge'
         | 'urn:error:contents:contentTooLarge'
@@ -778,7 +779,7 @@ export interface components {
         'application/json; charset=utf-8': components['schemas']['ContentsError'];
       };
     };
-    /** @description A total that differs from the one already declared, or a write to a ready content with different bytes. */
+    /** @description A total that differs from the one already declared, or a write to a ready content with different bytes; `uploadRestarted` when S3 lost the parts stored so far and the upload began again (HEAD, then send every range shown missing). */
     Conflict: {
       headers: {
         [name: string]: unknown;

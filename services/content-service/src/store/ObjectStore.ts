@@ -29,7 +29,7 @@ import {
 } from './ObjectInfo';
 import { StorageTimeout, streamInto, watchedDownload, withDeadline } from './S3Progress';
 
-export { isNotFound, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
+export { isNotFound, isNoSuchUpload, isRangeRefused, isS3Unavailable, unquote } from './s3Errors';
 export { StorageTimeout } from './S3Progress';
 export { ChecksumRefused } from './writeChecksums';
 export type { BodyChecksum } from './writeChecksums';

@@ -66,10 +66,11 @@ export class RedisUploadBook implements UploadBook {
   }
 
   async find(id: string): Promise<UploadRecord | null> {
-    const [rec, exp] = await this.command<(string | null)[]>(['HMGET', this.key(id), 'rec', 'exp']);
+    const [rec, exp, uid] = await this.command<(string | null)[]>(['HMGET', this.key(id), 'rec', 'exp', 'uid']);
     if (!rec || !exp) return null;
     const fixed = JSON.parse(rec) as Omit<UploadRecord, 'expiresAt' | 'createdAt'> & { createdAt: string };
-    return { ...fixed, createdAt: new Date(fixed.createdAt), expiresAt: new Date(Number(exp)) };
+    const uploadId = uid ?? fixed.uploadId;
+    return { ...fixed, uploadId, createdAt: new Date(fixed.createdAt), expiresAt: new Date(Number(exp)) };
   }
 
   async state(id: string): Promise<UploadState> {
@@ -88,6 +89,8 @@ export class RedisUploadBook implements UploadBook {
   async commit(state: UploadState, parts: PartRanges[]): Promise<boolean> {
     if (state.version === 0) return false;
     const fields = ['st', encodeState(state), ...parts.flatMap((p) => [`p${p.k}`, JSON.stringify(p, dates)])];
+    // The upload in force after a restart, beside the record, so that find() reads it with one HMGET.
+    if (state.uploadId) fields.push('uid', state.uploadId);
     return (await this.script(COMMIT, state._id, [String(state.version), ...fields])) === 1;
   }
 
@@ -196,7 +199,14 @@ function encodeState(state: UploadState): string {
 
 function decodeState(id: string, stored: string, version: number): UploadState {
   const s = JSON.parse(stored) as UploadState;
-  return { ...s, _id: id, version, completing: toDate(s.completing), expiring: toDate(s.expiring) };
+  return {
+    ...s,
+    _id: id,
+    version,
+    completing: toDate(s.completing),
+    expiring: toDate(s.expiring),
+    lostSince: toDate(s.lostSince),
+  };
 }
 
 function decodePart(stored: string): PartRanges {

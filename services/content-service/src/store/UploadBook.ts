@@ -16,7 +16,10 @@ export interface UploadBook {
    * pass the last place); else OwnedLimitReached, and nothing of the upload stays.
    */
   create(record: UploadRecord, maxOwned?: number): Promise<void>;
-  /** The upload's record; null when there is none (never made, completed, or removed). */
+  /**
+   * The upload's record; null when there is none (never made, completed, or removed). Its `uploadId`
+   * is the S3 multipart upload in force: the state's `uploadId` once the upload was restarted.
+   */
   find(id: string): Promise<UploadRecord | null>;
   /** The latest state; version 0 (and empty) when the upload has no bookkeeping. */
   state(id: string): Promise<UploadState>;
@@ -77,10 +80,12 @@ export interface UploadRecord {
   total: number | null;
   contentType: string;
   s3Key: string;
-  /** The S3 multipart upload. */
+  /** The S3 multipart upload (as found: the one in force, see UploadState.uploadId). */
   uploadId: string;
   /** Who created the upload (`bearer:<sub>`, `session:<user>`), carried into the finished object's metadata. */
   uploader: string | null;
+  /** The object metadata its S3 upload was begun with (to begin it again the same: see LostUploads). */
+  metadata?: Record<string, string>;
   createdAt: Date;
   expiresAt: Date;
 }
@@ -120,6 +125,13 @@ export interface UploadState {
   held?: number | null;
   /** Set when the sweeper has decided to remove the upload (expired): writes are refused from then on. */
   expiring?: Date | null;
+  /**
+   * The S3 multipart upload in force when it is not the record's: set when S3 lost the first one
+   * (see LostUploads) and the upload went on in a new one. Commits that record S3 parts check it.
+   */
+  uploadId?: string | null;
+  /** When S3 was first seen not to hold the upload nor its object (see LostUploads); cleared by a restart. */
+  lostSince?: Date | null;
   /** The version this state was read as (0: the upload has no bookkeeping). */
   version: number;
 }

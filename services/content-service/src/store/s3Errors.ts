@@ -15,6 +15,12 @@ export function isNotFound(error: unknown): boolean {
   );
 }
 
+/** S3's NoSuchUpload: the multipart upload named is not (or no longer) one S3 holds. */
+export function isNoSuchUpload(error: unknown): boolean {
+  if (error instanceof S3Refusal) return error.s3Code === 'NoSuchUpload';
+  return error instanceof S3ServiceException && error.name === 'NoSuchUpload';
+}
+
 /** A failure of S3 itself (network, 5xx), as opposed to a refusal of this request. */
 export function isS3Unavailable(error: unknown): boolean {
   if (error instanceof S3ServiceException) return (error.$metadata.httpStatusCode ?? 500) >= 500;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ServiceError } from '@cp/errors';
 import { crc64nvme, formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
 import { OwnedLimitReached, type UploadRecord } from '../store/UploadBook';
 import { exactBody } from './exactBody';
@@ -40,6 +41,7 @@ export class ContentCreation {
         'repr-digest': request.sha256 ? formatDigest({ 'sha-256': request.sha256 }) : null,
       });
       size = await this.putWhole(request, s3Key, contentType, metadata, knownTotal, hold);
+      await this.checkShown(s3Key, size);
     } catch (error) {
       await hold.release();
       throw error;
@@ -47,6 +49,20 @@ export class ContentCreation {
     await hold.stored(size);
     await events.publish(intent);
     return { id, completedNow: true, completed: true };
+  }
+
+  /**
+   * S3's "stored" is not proof: the content is ready once S3 shows its object with its length. An
+   * object of another length (never seen here) is deleted, as the client is told to send it again.
+   */
+  private async checkShown(s3Key: string, size: number): Promise<void> {
+    const shown = await this.ctx.objects.head(s3Key);
+    if (shown?.contentLength === size) return;
+    if (shown) await this.ctx.objects.delete(s3Key).catch(() => undefined);
+    throw ServiceError.of(
+      'storageUnavailable',
+      `S3 answered that it stored the content but shows ${shown ? `${shown.contentLength} bytes` : 'no object'}; send it again`,
+    );
   }
 
   /** Stores a one-shot content as its object (its only record: once S3 has it, the content is ready); returns its size. */
@@ -92,7 +108,8 @@ export class ContentCreation {
     const record = await timings
       .time('record', async () => {
         const now = clock();
-        const uploadId = await objects.createMultipartUpload(s3Key, contentType, objectMetadata(request, now));
+        const metadata = objectMetadata(request, now);
+        const uploadId = await objects.createMultipartUpload(s3Key, contentType, metadata);
         const created: UploadRecord = {
           _id: id,
           ownerId: request.ownerId,
@@ -101,6 +118,7 @@ export class ContentCreation {
           s3Key,
           uploadId,
           uploader,
+          metadata,
           createdAt: now,
           expiresAt: new Date(now.getTime() + uploadTtlMs),
         };

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
-import { isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
+import { isNoSuchUpload, isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
+import { checkUploadInForce, type LostUploads } from './LostUploads';
 import { emptyUploadState, type Piece, type UploadRecord, type UploadState } from '../store/UploadBook';
 import type { Hold } from '../quotas/OwnerQuotas';
 import type { ByteRange } from './ByteRanges';
@@ -38,6 +39,7 @@ export class RangeWriter {
     private readonly ctx: UploadContext,
     private readonly rewrites: ReadyContentRewrites,
     private readonly completion: UploadCompletion,
+    private readonly lost: LostUploads,
   ) {}
 
   async write(
@@ -87,6 +89,7 @@ export class RangeWriter {
         id,
         async (view) => {
           if (!isNew && isWithoutBookkeeping(view.state)) return false;
+          checkUploadInForce(view.state, record);
           const part = await view.part(k);
           checkWritable(view.state, [part], wanted, leases, clock());
           part.writing = { since: clock(), by: writer };
@@ -124,6 +127,8 @@ export class RangeWriter {
       if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
       if (k !== null) await releasePartWrite(this.ctx, id, k, writer);
       if (k !== null && failedByRemoval(error) && (await this.removedUnder(record))) throw expired(id);
+      // S3 no longer holds the upload the part went to (a crash in the middle of its completion).
+      if (isNoSuchUpload(error)) await this.lost.recover(record, 'no such upload');
       throw error;
     }
     await heartbeat?.stop();
@@ -201,6 +206,7 @@ export class RangeWriter {
         if (!isNew && isWithoutBookkeeping(state)) {
           return { assemblies: [], complete: false, total: null, gone: true };
         }
+        checkUploadInForce(state, record);
         const total = settleTotal(record, state, range);
         const parts = await Promise.all(touched.map((n) => view.part(n)));
         checkWritable(state, parts, wanted, leases, clock(), writer);

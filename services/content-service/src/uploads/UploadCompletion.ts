@@ -1,5 +1,5 @@
 import type { UploadRecord } from '../store/UploadBook';
-import { isNotFound, unquote } from '../store/ObjectStore';
+import { isNoSuchUpload, isNotFound, unquote } from '../store/ObjectStore';
 import type { Piece } from '../store/UploadBook';
 import { ClaimHeartbeat, claimLost } from './ClaimHeartbeat';
 import type { PartAssembler } from './PartAssembler';
@@ -12,6 +12,13 @@ import { ServiceError } from '@cp/errors';
 import type { BackgroundAssemblies } from './BackgroundAssemblies';
 import { claimCompletion, claimRemainingWork, type Work } from './WorkClaims';
 import { partsTouched } from './WriteAdmission';
+import { checkUploadInForce, type LostUploads } from './LostUploads';
+
+/** S3 does not hold the upload any more, nor shows its object: see LostUploads. */
+class UploadLost extends Error {
+  override readonly name = 'UploadLost';
+  readonly code = 'CP_ERR_UPLOAD_LOST';
+}
 
 /**
  * Runs what a request claimed in the bookkeeping: the assembly of covered parts from their
@@ -24,6 +31,7 @@ export class UploadCompletion {
     private readonly assembler: PartAssembler,
     private readonly cleanup: UploadCleanup,
     private readonly background: BackgroundAssemblies,
+    private readonly lost: LostUploads,
   ) {}
 
   /**
@@ -125,8 +133,9 @@ export class UploadCompletion {
         metrics.partsStored.inc({ via: 'assembled' });
         complete = await commits.commit(record._id, async (view) => {
           const part = await view.part(k);
-          // Fenced: only the holder of the assembly claim records its result.
+          // Fenced: only the holder of the assembly claim records its result, into the upload in force.
           if (!mine(part)) throw claimLost(`the assembly of part ${k}`);
+          checkUploadInForce(view.state, record);
           part.stored = true;
           part.assembling = null;
           part.assemblingBy = null;
@@ -143,6 +152,7 @@ export class UploadCompletion {
             if (mine(part)) Object.assign(part, { assembling: null, assemblingBy: null });
           })
           .catch(() => undefined); // the claim runs out by itself
+        if (isNoSuchUpload(error) && !heartbeat.signal.aborted) await this.lost.recover(record, 'no such upload');
         throw error;
       }
       await heartbeat.stop();
@@ -176,10 +186,12 @@ export class UploadCompletion {
   }
 
   /**
-   * Called by the holder of the completion claim: CompleteMultipartUpload, then the record says
-   * ready. True when the content is complete; false when S3 turned out to hold other bytes than
-   * the bookkeeping says for some parts (written by a request that failed after its UploadPart,
-   * or by two requests racing on one part): those parts are dropped, to be sent again.
+   * Called by the holder of the completion claim: CompleteMultipartUpload, then HeadObject (the
+   * content is complete once S3 shows its object), then the record says ready. True when the
+   * content is complete; false when S3 turned out to hold other bytes than the bookkeeping says
+   * for some parts (written by a request that failed after its UploadPart, or by two requests
+   * racing on one part): those parts are dropped, to be sent again. S3 answering "completed"
+   * without an object is a lost upload (LostUploads: 503, then 409 uploadRestarted).
    */
   private async complete(record: UploadRecord, total: number, holder: string): Promise<boolean> {
     const { book, commits, objects, metrics, clock, logger, leases, events } = this.ctx;
@@ -228,15 +240,23 @@ export class UploadCompletion {
         );
         return false;
       }
+      let answer: unknown = null;
       try {
         heartbeat.check();
         await objects.completeMultipartUpload(record.s3Key, record.uploadId, parts, heartbeat.signal);
       } catch (error) {
         heartbeat.check();
         // An earlier holder may have completed the upload before it could clean up.
-        const existing = isNotFound(error) ? await objects.head(record.s3Key) : null;
-        if (existing === null || existing.contentLength !== total) throw error;
+        if (!isNotFound(error)) throw error;
+        answer = error;
       }
+      // S3's "completed" is not proof: the content is complete once S3 shows its object, whole.
+      const shown = await objects.head(record.s3Key);
+      if (shown === null) throw new UploadLost(answer === null ? 'completed without an object' : 'no such upload');
+      if (shown.contentLength !== total)
+        throw new Error(
+          `S3 shows ${shown.contentLength} bytes for content ${record._id} of ${total} after its completion`,
+        );
       // Fenced: of a holder and the successor that took its claim over, only the one that still
       // holds the claim answers that it completed the content (the object is the same).
       await commits.commit(record._id, async (view) => {
@@ -251,6 +271,7 @@ export class UploadCompletion {
           if (mine(view.state)) Object.assign(view.state, { completing: null, completingBy: null });
         })
         .catch(() => undefined); // the claim runs out by itself
+      if (error instanceof UploadLost) await this.lost.recover(record, error.message);
       throw error;
     }
     await heartbeat.stop();

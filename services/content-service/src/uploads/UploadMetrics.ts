@@ -12,6 +12,7 @@ export class UploadMetrics {
   readonly assemblySeconds: Histogram;
   readonly completed: Counter;
   readonly swept: Counter;
+  readonly uploadsRestarted: Counter;
 
   constructor(registry: Registry = new Registry()) {
     const registers = [registry];
@@ -45,6 +46,11 @@ export class UploadMetrics {
     this.swept = new Counter({
       name: 'content_uploads_swept_total',
       help: 'Unfinished uploads removed after their time to live',
+      registers,
+    });
+    this.uploadsRestarted = new Counter({
+      name: 'content_uploads_restarted_total',
+      help: 'Unfinished uploads begun again in a new S3 multipart upload because S3 lost the first (see operations.md)',
       registers,
     });
   }

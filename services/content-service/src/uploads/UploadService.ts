@@ -5,6 +5,7 @@ import { BackgroundAssemblies } from './BackgroundAssemblies';
 import { ContentCreation } from './ContentCreation';
 import { ContentRemoval } from './ContentRemoval';
 import { DirectParts } from './DirectParts';
+import { LostUploads } from './LostUploads';
 import { RangeWriter } from './RangeWriter';
 import { ReadyContentRewrites } from './ReadyContentRewrites';
 import { StageTimings } from './StageTimings';
@@ -36,7 +37,7 @@ export { MAX_LIFE_TTLS } from './WriteAdmission';
  *
  * A façade over the units that do the work: admission (WriteAdmission), new contents
  * (ContentCreation), ranges (RangeWriter), claims (WorkClaims), assembly and completion
- * (UploadCompletion), writes to ready contents (ReadyContentRewrites), status (UploadStatus),
+ * (UploadCompletion), an upload S3 lost (LostUploads), writes to ready contents (ReadyContentRewrites), status (UploadStatus),
  * expiry and cleanup (UploadExpiry, UploadCleanup), removal on request (ContentRemoval).
  */
 export class UploadService implements ExpiringUploads {
@@ -78,9 +79,10 @@ export class UploadService implements ExpiringUploads {
         'an assembly after its request failed; its claim is released or runs out, and a later request does it',
       ),
     );
-    const completion = new UploadCompletion(ctx, deps.assembler, this.cleanup, this.background);
+    const lost = new LostUploads(ctx);
+    const completion = new UploadCompletion(ctx, deps.assembler, this.cleanup, this.background, lost);
     this.rewrites = new ReadyContentRewrites(ctx);
-    this.ranges = new RangeWriter(ctx, this.rewrites, completion);
+    this.ranges = new RangeWriter(ctx, this.rewrites, completion, lost);
     this.creation = new ContentCreation(ctx, this.ranges, this.cleanup);
     this.status = new UploadStatus(ctx, completion);
     this.expiry = new UploadExpiry(ctx, this.cleanup);

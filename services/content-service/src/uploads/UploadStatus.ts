@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ServiceError } from '@cp/errors';
 import { StaleBookRead, type UploadRecord } from '../store/UploadBook';
 import { mergeRanges, type ByteRange } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';
@@ -66,6 +67,13 @@ export class UploadStatus implements UploadStatusReader {
     const work = await commits.commit(record._id, (view) =>
       claimRemainingWork(view, record.total, clock(), leases, holder),
     );
-    return work ? this.completion.run(record, { ...work, replaced: undefined }, holder) : false;
+    if (!work) return false;
+    try {
+      return await this.completion.run(record, { ...work, replaced: undefined }, holder);
+    } catch (error) {
+      // S3 lost the upload (LostUploads): to a reader, the content is still unfinished.
+      if (error instanceof ServiceError && ['uploadRestarted', 'contentCompleting'].includes(error.code)) return false;
+      throw error;
+    }
   }
 }

@@ -33,7 +33,8 @@ export class MemoryUploadBook implements UploadBook {
 
   async find(id: string): Promise<UploadRecord | null> {
     const entry = this.uploads.get(id);
-    return entry ? structuredClone(entry.record) : null;
+    if (!entry) return null;
+    return { ...structuredClone(entry.record), uploadId: entry.state.uploadId ?? entry.record.uploadId };
   }
 
   async state(id: string): Promise<UploadState> {
