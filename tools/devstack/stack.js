@@ -62,7 +62,8 @@ function tail(file) {
 }
 
 /**
- * Starts one service from its build output. Returns { name, url, port, adminUrl, child, logFile, stop }.
+ * Starts one service from its build output. Returns { name, url, port, adminUrl, child, logFile, stop,
+ * command, args, env }.
  * `stop(signal)` resolves with the exit code. `readyPath` (default /readyz) is polled on the admin
  * port until it answers 200.
  */
@@ -91,10 +92,9 @@ async function startServiceOnce(name, { port, env = {}, logDir, readyPath, admin
   const out = fs.openSync(logFile, 'a');
   const entry = path.join(ROOT, 'services', name, 'dist', 'main.js');
   if (!fs.existsSync(entry)) throw new Error(`${entry} is missing: run "pnpm build" first`);
-  const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...nodeArgs, entry], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', out, out],
-  });
+  const args = [...SERVICE_NODE_ARGS, ...nodeArgs, entry];
+  const childEnv = { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' };
+  const child = spawn(process.execPath, args, { env: childEnv, stdio: ['ignore', out, out] });
   fs.closeSync(out);
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
@@ -103,7 +103,22 @@ async function startServiceOnce(name, { port, env = {}, logDir, readyPath, admin
     return exited;
   };
   await waitReady(adminUrl, child, logFile, readyPath);
-  return { name, url, port, adminUrl, adminPort, pid: child.pid, child, logFile, exited, stop };
+  // `command`, `args` and `env` let a caller start the same process again (tools/soak restarts killed services).
+  return {
+    name,
+    url,
+    port,
+    adminUrl,
+    adminPort,
+    pid: child.pid,
+    child,
+    logFile,
+    exited,
+    stop,
+    command: process.execPath,
+    args,
+    env: childEnv,
+  };
 }
 
 /**
