@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { UploadContext } from './UploadContext';
 
 /**
@@ -28,4 +29,36 @@ export async function releasePartWrite(ctx: UploadContext, id: string, k: number
         'could not release the claim of a failed part write; it runs out',
       ),
     );
+}
+
+/**
+ * After a commit whose outcome is unknown (Redis did not answer in time, yet may apply it once it
+ * does, as after a pause): takes back every claim `writer` may hold on the upload (the completion,
+ * and the writes and assemblies of `parts`), so that the next request need not wait out a lease.
+ * Tried again every half second, in the background, for at most one lease: a claim older than that
+ * runs out by itself. Never takes a claim of another holder.
+ */
+export function releaseInDoubt(ctx: UploadContext, id: string, writer: string, parts: number[]): void {
+  const until = Date.now() + Math.max(ctx.leases.completionLeaseMs, ctx.leases.assemblyLeaseMs);
+  const attempt = async (): Promise<void> => {
+    for (;;) {
+      try {
+        await ctx.commits.commit(id, async (view) => {
+          if (view.state.completing && view.state.completingBy === writer)
+            Object.assign(view.state, { completing: null, completingBy: null });
+          for (const k of parts) {
+            const part = await view.part(k);
+            if (part.writing?.by === writer) part.writing = null;
+            if (part.assembling && part.assemblingBy === writer)
+              Object.assign(part, { assembling: null, assemblingBy: null });
+          }
+        });
+        return;
+      } catch {
+        if (Date.now() + 500 > until) return; // the claims run out by themselves
+        await sleep(500);
+      }
+    }
+  };
+  void attempt();
 }

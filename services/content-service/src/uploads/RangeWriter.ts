@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { ServiceError } from '@cp/errors';
+import { hasErrorCode, ServiceError } from '@cp/errors';
 import type { ContentRange } from '@cp/protocol';
 import { isNoSuchUpload, isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
 import { checkUploadInForce, type LostUploads } from './LostUploads';
@@ -17,7 +17,7 @@ import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, WriteOutcome } from './UploadContext';
 import { claimWork, type Work } from './WorkClaims';
 import { checkPartInS3, type PartInS3 } from './PartInS3';
-import { releasePartWrite, renewPartWrite } from './PartWriteClaims';
+import { releaseInDoubt, releasePartWrite, renewPartWrite } from './PartWriteClaims';
 import {
   advancesLastByte,
   checkWritable,
@@ -85,18 +85,23 @@ export class RangeWriter {
     // against what it holds), so that no other write or assembly of that part runs meanwhile.
     const writer = randomBytes(6).toString('hex');
     if (k !== null) {
-      const claimed = await commits.commit(
-        id,
-        async (view) => {
-          if (!isNew && isWithoutBookkeeping(view.state)) return false;
-          checkUploadInForce(view.state, record);
-          const part = await view.part(k);
-          checkWritable(view.state, [part], wanted, leases, clock());
-          part.writing = { since: clock(), by: writer };
-          return true;
-        },
-        timings,
-      );
+      const claimed = await commits
+        .commit(
+          id,
+          async (view) => {
+            if (!isNew && isWithoutBookkeeping(view.state)) return false;
+            checkUploadInForce(view.state, record);
+            const part = await view.part(k);
+            checkWritable(view.state, [part], wanted, leases, clock());
+            part.writing = { since: clock(), by: writer };
+            return true;
+          },
+          timings,
+        )
+        .catch((error: unknown) => {
+          if (outcomeInDoubt(error)) releaseInDoubt(this.ctx, id, writer, [k]);
+          throw error;
+        });
       if (!claimed) {
         // Completed (or removed) since this request read its record: answered as a write to it.
         const ready = await objects.head(record.s3Key);
@@ -124,8 +129,13 @@ export class RangeWriter {
       work = await this.record(record, range, stored, k, writer, isNew, timings, naming);
     } catch (error) {
       await heartbeat?.stop();
-      if (stored?.piece.key) await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
+      // A staged piece stays when its record commit may yet be applied (it would name the piece);
+      // the staging prefix goes at completion or expiry anyway.
+      if (stored?.piece.key && !outcomeInDoubt(error))
+        await this.ctx.objects.delete(stored.piece.key).catch(() => undefined);
       if (k !== null) await releasePartWrite(this.ctx, id, k, writer);
+      // The record commit may yet be applied by a Redis that did not answer it: with its claims.
+      if (outcomeInDoubt(error)) releaseInDoubt(this.ctx, id, writer, claimable(wanted, total));
       if (k !== null && failedByRemoval(error) && (await this.removedUnder(record))) throw expired(id);
       // S3 no longer holds the upload the part went to (a crash in the middle of its completion).
       if (isNoSuchUpload(error)) await this.lost.recover(record, 'no such upload');
@@ -283,6 +293,15 @@ export class RangeWriter {
  */
 const failedByRemoval = (error: unknown): boolean =>
   isNotFound(error) || isS3Unavailable(error) || (error instanceof ServiceError && error.status >= 500);
+
+/** A failure after which the bookkeeping may still change as asked: Redis did not answer in time. */
+const outcomeInDoubt = (error: unknown): boolean => hasErrorCode(error, 'CP_ERR_REDIS_UNAVAILABLE');
+
+/** The parts whose work a write's record commit may claim: those it touches, and the final one. */
+function claimable(wanted: ByteRange, total: number | null): number[] {
+  const parts = partsTouched(wanted);
+  return total === null ? parts : [...new Set([...parts, PartGrid.partCount(total)])];
+}
 
 /** A write naming an upload's total: its hold on the owner's quota, and whether its commit named the total. */
 type Naming = { hold: Hold; named: boolean };

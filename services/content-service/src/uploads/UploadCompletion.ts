@@ -12,6 +12,7 @@ import { ServiceError } from '@cp/errors';
 import type { BackgroundAssemblies } from './BackgroundAssemblies';
 import { claimCompletion, claimRemainingWork, type Work } from './WorkClaims';
 import { partsTouched } from './WriteAdmission';
+import { releaseInDoubt } from './PartWriteClaims';
 import { checkUploadInForce, type LostUploads } from './LostUploads';
 
 /** S3 does not hold the upload any more, nor shows its object: see LostUploads. */
@@ -151,7 +152,7 @@ export class UploadCompletion {
             const part = await view.part(k);
             if (mine(part)) Object.assign(part, { assembling: null, assemblingBy: null });
           })
-          .catch(() => undefined); // the claim runs out by itself
+          .catch(() => releaseInDoubt(this.ctx, record._id, holder, [k]));
         if (isNoSuchUpload(error) && !heartbeat.signal.aborted) await this.lost.recover(record, 'no such upload');
         throw error;
       }
@@ -270,7 +271,7 @@ export class UploadCompletion {
         .commit(record._id, async (view) => {
           if (mine(view.state)) Object.assign(view.state, { completing: null, completingBy: null });
         })
-        .catch(() => undefined); // the claim runs out by itself
+        .catch(() => releaseInDoubt(this.ctx, record._id, holder, []));
       if (error instanceof UploadLost) await this.lost.recover(record, error.message);
       throw error;
     }
