@@ -3,7 +3,7 @@
 #   ferretdb   the MongoDB-compatible server, the same script's pinned Go build, SQLite on /data
 #   redis      Debian's redis-server, append-only file on /data
 # Each runs as uid 1000 with nothing writable but /data (a volume) and /tmp, and has no package
-# manager. The context is a directory build.sh fills: the two binaries and http-ok.
+# manager. The context is a directory build.sh fills: the two binaries, http-ok and redis-entrypoint.
 ARG DEBIAN_IMAGE=content-platform/debian:bookworm
 
 FROM ${DEBIAN_IMAGE} AS slim
@@ -61,7 +61,9 @@ VOLUME /data
 EXPOSE 6379
 HEALTHCHECK --interval=5s --timeout=3s --start-period=5s --retries=30 \
   CMD ["sh", "-c", "redis-cli -p \"${REDIS_PORT:-6379}\" ping | grep -qx PONG"]
-# REDIS_ARGS is appended to the command (a later option wins): the local compose override gives the
-# port and address there and keeps compose.yaml's users. REDIS_PORT is the port the healthcheck asks.
-ENTRYPOINT ["sh", "-c", "exec \"$@\" $REDIS_ARGS", "redis"]
+# redis-entrypoint appends REDIS_ARGS to the command (the local compose override's port and
+# address; compose.yaml's users stay) and passes ACL rules word by word. REDIS_PORT is the port the
+# healthcheck asks.
+COPY redis-entrypoint /usr/local/bin/redis-entrypoint
+ENTRYPOINT ["redis-entrypoint"]
 CMD ["redis-server", "--dir", "/data", "--appendonly", "yes", "--save", ""]

@@ -101,7 +101,7 @@ if [ ! -x "$TOOLS_DIR/versitygw" ] || [ ! -x "$TOOLS_DIR/ferretdb" ]; then
   CP_TOOLS_DIR="$TOOLS_DIR" bash deploy/local/backing-servers.sh install
 fi
 mkdir -p "$ctx/backing"
-cp -p "$TOOLS_DIR/versitygw" "$TOOLS_DIR/ferretdb" deploy/images/http-ok "$ctx/backing/"
+cp -p "$TOOLS_DIR/versitygw" "$TOOLS_DIR/ferretdb" deploy/images/http-ok deploy/images/redis-entrypoint "$ctx/backing/"
 for entry in "${BACKING_IMAGES[@]}"; do
   read -r target image <<<"$entry"
   $DOCKER build --quiet --network host -f deploy/images/backing.Dockerfile --target "$target" \

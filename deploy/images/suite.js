@@ -154,6 +154,7 @@ check('compose up: every container healthy by its own healthcheck', async () => 
   const states = composeStates();
   for (const s of [...SERVICES, ...BACKING])
     assert(states[s]?.state === 'running' && states[s]?.health === 'healthy', `${s}: ${JSON.stringify(states[s])}`);
+  ctx.up = true;
   console.log(`    up and healthy in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   console.log(compose(['ps', '--format', 'table {{.Service}}\t{{.Image}}\t{{.Status}}']).out.replace(/^/gm, '    '));
 });
@@ -499,6 +500,11 @@ async function main() {
   let failed = 0;
   for (const { name, fn } of checks) {
     const t = Date.now();
+    if (failed > 0 && !ctx.up) {
+      failed++;
+      console.log(`FAIL ${name} (not run: compose did not come up)`);
+      continue;
+    }
     try {
       await fn();
       passed++;

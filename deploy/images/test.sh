@@ -92,5 +92,5 @@ if [ "$rc" != 0 ]; then
   log "failed; the containers' last log lines:"
   compose logs --tail 30 >&2 || true
 fi
-log "build ${t_build} s, suite ${t_suite} s, all ${SECONDS - t_start} s"
+log "build ${t_build} s, suite ${t_suite} s, all $((SECONDS - t_start)) s"
 exit "$rc"
