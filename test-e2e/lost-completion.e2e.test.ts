@@ -5,9 +5,10 @@
 // ranges missing, 409 uploadRestarted tells the client to send them, and once sent the content is
 // ready with the bytes sent. No 201, no event and no receipt before S3 shows the object.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ContentClient } from '@cp/client';
 import { DevKeys } from '@cp/credentials';
 import { startPrivateBacking, type PrivateBacking } from './support/privateBacking';
 import { completionAnswer, isCompletion, S3FaultProxy } from './support/s3FaultProxy';
@@ -166,6 +167,43 @@ describe('a completion S3 answers without an object', () => {
     expect(answers.filter((a) => !a.startsWith('503 '))).toEqual(['409 urn:error:contents:uploadRestarted']);
     expect(refused.status).toBe(409);
     await resumeAndCheck(id, bytes);
+  }, 120_000);
+
+  it('has the client library send a file again by itself when its upload began again', async () => {
+    const bytes = randomBytes(3 * MiB + 5);
+    const file = join(dir, 'restarted.bin');
+    writeFileSync(file, bytes);
+    let faked = 0;
+    proxy.decide = (c) => (isCompletion(c) && faked++ < 1_000 ? completionAnswer(c) : { kind: 'pass' });
+    const client = new ContentClient({
+      baseUrl: stack.gatewayUrl,
+      credentials: { kind: 'bearer', token: auth.authorization!.slice('Bearer '.length) },
+      partSize: MiB,
+    });
+    const restarts: string[] = [];
+    let id: string;
+    try {
+      // Completions answered without an object until the upload has begun again once.
+      const sending = client.uploadFile(file, {
+        owner,
+        concurrency: 2,
+        onContentId: (cid) => restarts.push(cid),
+      });
+      const stopFaking = setInterval(() => {
+        if (restarts.length > 1) proxy.decide = () => ({ kind: 'pass' });
+      }, 20);
+      id = await sending.finally(() => clearInterval(stopFaking));
+    } finally {
+      proxy.decide = () => ({ kind: 'pass' });
+      client.close();
+    }
+    console.log(`client: ${faked} completions answered without an object; content id given ${restarts.length} times`);
+    expect(faked).toBeGreaterThan(0);
+    expect(new Set(restarts)).toEqual(new Set([id]));
+    expect(restarts.length).toBe(2); // the first send, and once more after the upload began again
+    const back = await call(v1(id));
+    expect(back.status).toBe(200);
+    expect(sha256(back.body)).toBe(sha256(bytes));
   }, 120_000);
 
   it('never answers 201 for a content whose S3 server died in the middle of its completion', async () => {

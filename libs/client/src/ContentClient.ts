@@ -8,7 +8,7 @@ import { ApiCalls, header } from './ApiCalls';
 import { DirectTransfer } from './DirectTransfer';
 import { reprDigests } from './digests';
 import { downloadToFile } from './FileDownload';
-import { ContentStateError, TransportError } from './errors';
+import { ApiError, ContentStateError, TransportError } from './errors';
 import { RetryPolicy, type RetryNotice } from './RetryPolicy';
 import { fileParts, streamParts } from './PartSources';
 import { uploadParts } from './PartUpload';
@@ -18,6 +18,9 @@ import { fetchReceipt, type VerifiedReceipt } from './Receipt';
 import { Session, type Credentials, type SessionPair } from './Session';
 import { Transport } from './transport';
 import { WebhookCalls } from './WebhookCalls';
+
+/** How many times an upload of a file begins again after S3 lost what it had stored (409 uploadRestarted). */
+const MAX_RESTARTS = 3;
 
 export type { Credentials, SessionPair } from './Session';
 export type { RetryNotice } from './RetryPolicy';
@@ -112,11 +115,31 @@ export class ContentClient {
   async uploadFile(path: string, opts: UploadOptions): Promise<string> {
     if (!(await stat(path)).isFile()) return this.uploadStream(createReadStream(path), opts);
     const direct = opts.direct ? new DirectTransfer(this.api) : null;
-    const source = await fileParts(path, this.partSize);
-    const id = await uploadParts(this.api, source, opts, (cid) => this.status(opts.owner, cid, opts.signal), direct);
-    // Each part was checked as read; a file written meanwhile may have been read half old, half new.
-    await source.unchanged(id);
-    return id;
+    let id = opts.resume;
+    const onContentId = (cid: string) => {
+      id = cid;
+      opts.onContentId?.(cid);
+    };
+    for (let attempt = 1; ; attempt++) {
+      const source = await fileParts(path, this.partSize);
+      try {
+        const done = await uploadParts(
+          this.api,
+          source,
+          { ...opts, resume: id, onContentId },
+          (cid) => this.status(opts.owner, cid, opts.signal),
+          direct,
+        );
+        // Each part was checked as read; a file written meanwhile may have been read half old, half new.
+        await source.unchanged(done);
+        return done;
+      } catch (error) {
+        // S3 lost the parts stored so far and the upload began again (409 uploadRestarted): the
+        // file is there to send them again, as a resume does (a few times at most).
+        if (!(error instanceof ApiError && error.code === 'uploadRestarted') || !id || attempt === MAX_RESTARTS)
+          throw error;
+      }
+    }
   }
 
   /**

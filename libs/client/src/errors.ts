@@ -227,7 +227,7 @@ export const HINTS: Record<string, string> = {
   directTransferDisabled: 'this deployment does not offer direct transfer to S3; leave out --direct',
   totalUnknown: "the content's size is not known yet; send a part that names it first (the client does so by itself)",
   uploadRestarted:
-    'the object storage lost the parts of this content stored so far; send the file again with `content upload --resume <id>` (only the missing ranges go)',
+    'the object storage lost the parts of this content stored so far; send them again with `content upload --resume <id>` (a file upload does so by itself, up to 3 times)',
   directPartMissing: 'S3 does not hold the part as sent straight to it; send it again (the client does so by itself)',
   invalidDirectParts: 'the direct-parts request is malformed; this is a client bug',
   receiptsNotConfigured: 'this deployment does not sign receipts; ask its operator to configure a signing key',
