@@ -104,6 +104,31 @@ describe('completion', () => {
     expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
   });
 
+  it('lets the retry of a part through once a holder that completed the content in S3 died before cleaning up', async () => {
+    const total = P + 10;
+    const head = Buffer.alloc(P, 3);
+    const created = await put(null, P, Buffer.alloc(10, 4), total);
+    const { objects } = stores;
+    const complete = objects.completeMultipartUpload.bind(objects);
+    // S3 completes the content; its holder dies before it records anything (its claim is let go).
+    objects.completeMultipartUpload = async (...args) => {
+      await complete(...args);
+      throw new Error('the process died');
+    };
+    try {
+      await expect(put(created.id, 0, head, total)).rejects.toThrow('the process died');
+    } finally {
+      delete (objects as Partial<typeof objects>).completeMultipartUpload;
+    }
+    expect(await stores.book.find(created.id)).not.toBeNull();
+    // The retry's UploadPart finds no upload (S3 completed it): the content is ready, not lost.
+    await expect(put(created.id, 0, head, total)).rejects.toMatchObject({ status: 503, code: 'contentCompleting' });
+    expect(await stores.book.find(created.id)).toBeNull();
+    const again = await put(created.id, 0, head, total);
+    expect(again.completed).toBe(true);
+    expect(await stores.lookup(owner, created.id)).toMatchObject({ state: 'ready', total });
+  });
+
   it('answers a range that raced its content to completion like a write to the ready content, and brings back no bookkeeping', async () => {
     const total = 3 * MiB;
     const last = Buffer.alloc(MiB, 9);

@@ -3,6 +3,7 @@ import type { UploadRecord, UploadState } from '../store/UploadBook';
 import { emptyPart } from '../store/UploadBook';
 import type { BookView } from './BookCommits';
 import { PartGrid, partKey } from './PartGrid';
+import type { UploadCleanup } from './UploadCleanup';
 import type { UploadContext } from './UploadContext';
 import { expired, isStale, isWithoutBookkeeping } from './WriteAdmission';
 
@@ -19,7 +20,19 @@ import { expired, isStale, isWithoutBookkeeping } from './WriteAdmission';
  * told to send the missing ranges again (409 uploadRestarted).
  */
 export class LostUploads {
-  constructor(private readonly ctx: UploadContext) {}
+  constructor(
+    private readonly ctx: UploadContext,
+    private readonly cleanup: UploadCleanup,
+  ) {}
+
+  /** The bookkeeping of a content S3 shows complete goes, unless a completion still at work does that itself. */
+  private async finishCompleted(record: UploadRecord): Promise<void> {
+    const { book, clock, leases, objects } = this.ctx;
+    const state = await book.state(record._id);
+    if (state.completing && !isStale(state.completing, leases.completionLeaseMs, clock())) return;
+    const shown = await objects.head(record.s3Key);
+    if (shown && shown.contentLength === (record.total ?? state.total)) await this.cleanup.afterCompletion(record._id);
+  }
 
   /**
    * Called on S3's sign that the upload is lost, after the caller released its claims. Always
@@ -28,8 +41,13 @@ export class LostUploads {
    */
   async recover(record: UploadRecord, sign: string): Promise<never> {
     const { commits, clock, leases, objects, logger } = this.ctx;
-    // Completed meanwhile (by a completion S3 was still running): a retry finds it so.
-    if (await objects.head(record.s3Key)) throw stillCompleting();
+    if (await objects.head(record.s3Key)) {
+      // Completed: by a completion S3 was still running, or by a holder that died before it
+      // cleaned up. Its cleanup is done here (as the sweeper's would be), so that the retry finds
+      // the content ready instead of waiting for the sweeper.
+      await this.finishCompleted(record);
+      throw ServiceError.of('contentCompleting', 'the content was completed meanwhile; send the range again');
+    }
     const first = await commits.commit(record._id, async (view) => {
       const verdict = judge(view.state, record, clock(), leases.completionLeaseMs);
       if (verdict === 'lost' && !view.state.lostSince) {

@@ -137,8 +137,11 @@ export class RangeWriter {
       // The record commit may yet be applied by a Redis that did not answer it: with its claims.
       if (outcomeInDoubt(error)) releaseInDoubt(this.ctx, id, writer, claimable(wanted, total));
       if (k !== null && failedByRemoval(error) && (await this.removedUnder(record))) throw expired(id);
-      // S3 no longer holds the upload the part went to (a crash in the middle of its completion).
-      if (isNoSuchUpload(error)) await this.lost.recover(record, 'no such upload');
+      // S3 no longer holds the upload the part went to (completed, or lost in the middle of a
+      // completion). S3 may refuse such a part before reading its body and close the connection,
+      // which reads as a broken connection: ListParts tells.
+      if (isNoSuchUpload(error) || (k !== null && cutOff(error) && (await this.uploadGone(record))))
+        await this.lost.recover(record, 'no such upload');
       throw error;
     }
     await heartbeat?.stop();
@@ -277,6 +280,16 @@ export class RangeWriter {
     return !!state.expiring || (state.version === 0 && !(await this.ctx.objects.head(record.s3Key)));
   }
 
+  /** Whether S3 answers that it holds no such multipart upload (false when it does, or does not answer). */
+  private async uploadGone(record: UploadRecord): Promise<boolean> {
+    try {
+      await this.ctx.objects.listParts(record.s3Key, record.uploadId);
+      return false;
+    } catch (error) {
+      return isNoSuchUpload(error);
+    }
+  }
+
   /** Moves the expiry of an upload that is written to (see extendedExpiry); returns the expiry in force. */
   private async keepAlive(record: UploadRecord): Promise<number> {
     const moved = extendedExpiry(record, this.ctx.clock().getTime(), this.ctx.uploadTtlMs);
@@ -293,6 +306,9 @@ export class RangeWriter {
  */
 const failedByRemoval = (error: unknown): boolean =>
   isNotFound(error) || isS3Unavailable(error) || (error instanceof ServiceError && error.status >= 500);
+
+/** S3 closed the connection under a write (not a timeout: a hung S3 gets no second call here). */
+const cutOff = (error: unknown): boolean => ['ECONNRESET', 'EPIPE'].includes((error as { code?: string }).code ?? '');
 
 /** A failure after which the bookkeeping may still change as asked: Redis did not answer in time. */
 const outcomeInDoubt = (error: unknown): boolean => hasErrorCode(error, 'CP_ERR_REDIS_UNAVAILABLE');

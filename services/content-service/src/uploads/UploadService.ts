@@ -79,7 +79,7 @@ export class UploadService implements ExpiringUploads {
         'an assembly after its request failed; its claim is released or runs out, and a later request does it',
       ),
     );
-    const lost = new LostUploads(ctx);
+    const lost = new LostUploads(ctx, this.cleanup);
     const completion = new UploadCompletion(ctx, deps.assembler, this.cleanup, this.background, lost);
     this.rewrites = new ReadyContentRewrites(ctx);
     this.ranges = new RangeWriter(ctx, this.rewrites, completion, lost);
