@@ -29,12 +29,26 @@ start() {
   else
     command -v dockerd >/dev/null 2>&1 || { log "dockerd is missing: apt-get install docker.io"; exit 1; }
     mkdir -p "$RUN_DIR"
+    # A configuration file of its own: /etc/docker/daemon.json (a system Docker's) is not read.
     # containerd is started by dockerd itself, its state under the exec root: not the system's.
-    nohup dockerd \
-      --host "$DOCKER_HOST_URL" --pidfile "$PIDFILE" --exec-root "$RUN_DIR/exec" --data-root "$DATA_ROOT" \
-      --containerd-namespace content-platform --containerd-plugins-namespace content-platform-plugins \
-      --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
-      --storage-driver overlay2 --log-driver local >"$LOG" 2>&1 &
+    cat >"$RUN_DIR/daemon.json" <<JSON
+{
+  "hosts": ["$DOCKER_HOST_URL"],
+  "pidfile": "$PIDFILE",
+  "exec-root": "$RUN_DIR/exec",
+  "data-root": "$DATA_ROOT",
+  "containerd-namespace": "content-platform",
+  "containerd-plugins-namespace": "content-platform-plugins",
+  "bridge": "none",
+  "iptables": false,
+  "ip6tables": false,
+  "ip-forward": false,
+  "ip-masq": false,
+  "storage-driver": "overlay2",
+  "log-driver": "local"
+}
+JSON
+    nohup dockerd --config-file "$RUN_DIR/daemon.json" >"$LOG" 2>&1 &
     for _ in $(seq 1 120); do
       answers && break
       sleep 0.5
