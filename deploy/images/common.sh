@@ -36,7 +36,7 @@ pick_docker() {
   DOCKER=${DOCKER:-docker}
   if $DOCKER buildx version >/dev/null 2>&1; then return; fi
   local major
-  major=$($DOCKER version --format '{{.Client.Version}}' 2>/dev/null | cut -d. -f1)
+  major=$($DOCKER --version 2>/dev/null | sed -n 's/^Docker version \([0-9]*\)\..*/\1/p' || true)
   if [ -n "$major" ] && [ "$major" -ge 23 ] && [ -x /usr/bin/docker ] && [ "$DOCKER" != /usr/bin/docker ]; then
     DOCKER=/usr/bin/docker
   fi
