@@ -87,6 +87,36 @@ export function serviceSettings(defaults: { port: number; adminPort: number; shu
     /** The audit trail's own stream: `stderr`, `stdout`, `off`, or a file path (appended to). */
     AUDIT_LOG: z.string().min(1).default('stderr'),
     SHUTDOWN_GRACE_MS: env.int(defaults.shutdownGraceMs, 0),
+    ...tracingSettings(),
+  };
+}
+
+/**
+ * OpenTelemetry traces, by the standard OTEL_* variables (the subset the services honour): off
+ * unless OTEL_TRACES_EXPORTER=otlp or an OTLP endpoint is set. Spans go as OTLP/HTTP JSON.
+ */
+export function tracingSettings() {
+  return {
+    OTEL_SDK_DISABLED: env.bool(false),
+    OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+    OTEL_EXPORTER_OTLP_ENDPOINT: env.url().optional(),
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: env.url().optional(),
+    OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/json']).optional(),
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.enum(['http/json']).optional(),
+    OTEL_SERVICE_NAME: z.string().min(1).optional(),
+    OTEL_TRACES_SAMPLER: z
+      .enum([
+        'always_on',
+        'always_off',
+        'traceidratio',
+        'parentbased_always_on',
+        'parentbased_always_off',
+        'parentbased_traceidratio',
+      ])
+      .default('parentbased_always_on'),
+    OTEL_TRACES_SAMPLER_ARG: z.coerce.number().min(0).max(1).default(1),
+    /** How long finished spans wait to be sent together (ms). */
+    OTEL_BSP_SCHEDULE_DELAY: env.int(5000, 0),
   };
 }
 

@@ -11,6 +11,8 @@ export interface LoggerOptions {
   destination?: DestinationStream;
   /** On stdout: how many bytes of lines wait for a reader that falls behind before new lines are dropped. */
   bufferBytes?: number;
+  /** Fields added to every line (the active span's ids, see @cp/tracing's traceLogFields). */
+  mixin?: () => Record<string, unknown>;
 }
 
 /** Lines held while stdout's reader falls behind (a full pipe); past this, lines are dropped, not memory grown. */
@@ -22,9 +24,11 @@ export function createLogger({
   level = 'info',
   destination,
   bufferBytes = LOG_BUFFER_BYTES,
+  mixin,
 }: LoggerOptions): Logger {
   const options: pino.LoggerOptions = {
     level,
+    ...(mixin ? { mixin } : {}),
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     // Headers are never logged by the services; should a request object reach a log line, its
