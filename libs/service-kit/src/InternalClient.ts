@@ -1,6 +1,7 @@
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ServiceError } from '@cp/errors';
+import { endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import { INTERNAL_SECRET_HEADER } from './requireInternalSecret';
 
 export interface InternalClientOptions {
@@ -51,13 +52,22 @@ export class InternalClient {
   private send(url: URL, payload: string): Promise<InternalAnswer> {
     const { secret, timeoutMs } = this.options;
     const send = url.protocol === 'https:' ? httpsRequest : request;
+    // The called service continues this trace (W3C traceparent), when tracing.
+    const call = startOutgoingCall(`POST ${url.pathname}`, {
+      'http.request.method': 'POST',
+      'server.address': url.hostname,
+      'url.path': url.pathname,
+    });
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => req.destroy(new Error(`${url.host} did not answer within ${timeoutMs} ms`)),
         timeoutMs,
       );
+      let settled = false;
       const fail = (error: Error) => {
         clearTimeout(timer);
+        if (!settled) endOutgoingCall(call, undefined, error);
+        settled = true;
         reject(error);
       };
       const req = send(
@@ -69,6 +79,7 @@ export class InternalClient {
             'content-type': 'application/json',
             'content-length': Buffer.byteLength(payload),
             ...(secret ? { [INTERNAL_SECRET_HEADER]: secret } : {}),
+            ...call?.headers,
           },
         },
         (res: IncomingMessage) => {
@@ -76,6 +87,8 @@ export class InternalClient {
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
             clearTimeout(timer);
+            if (!settled) endOutgoingCall(call, res.statusCode);
+            settled = true;
             resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
           });
           res.on('error', fail);

@@ -48,6 +48,13 @@ export class ServiceMetrics {
     this.backends.set({ backend }, up ? 1 : 0);
   }
 
+  /** A request's route label (see the constructor): bounded, also a span's name. */
+  routeOf(req: Request): string {
+    return this.routeLabel
+      ? this.routeLabel(req)
+      : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;
+  }
+
   /** Times each request, labelled by route (see the constructor). */
   middleware(): RequestHandler {
     return (req, res, next) => {
@@ -56,10 +63,11 @@ export class ServiceMetrics {
       res.locals[TIMED] = true;
       const end = this.duration.startTimer();
       whenDone(res, () => {
-        const route = this.routeLabel
-          ? this.routeLabel(req)
-          : `${req.baseUrl}${(req.route?.path as string | undefined) ?? `/${req.path.split('/')[1] ?? ''}`}`;
-        end({ method: KNOWN_METHODS.has(req.method) ? req.method : 'other', route, status: String(res.statusCode) });
+        end({
+          method: KNOWN_METHODS.has(req.method) ? req.method : 'other',
+          route: this.routeOf(req),
+          status: String(res.statusCode),
+        });
       });
       next();
     };

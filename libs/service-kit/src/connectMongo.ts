@@ -1,4 +1,5 @@
 import { mongoTimeouts } from '@cp/config';
+import { isTracing, traceMongo } from '@cp/tracing';
 import type { Db, MongoClient } from 'mongodb';
 import type { ReadinessCheck } from './healthRoutes';
 import type { Backend } from './startService';
@@ -22,7 +23,13 @@ export async function connectMongo(
   // Loaded here, not at the top: the gateway takes this package without a database, and the
   // driver's 6 MB of heap would make each of its garbage collections dearer.
   const { MongoClient } = await import('mongodb');
-  const client = new MongoClient(settings.MONGODB_URL, { ...mongoTimeouts(settings.MONGODB_TIMEOUT_MS), maxPoolSize });
+  // Command events (one span per command) only in a process that traces.
+  const client = new MongoClient(settings.MONGODB_URL, {
+    ...mongoTimeouts(settings.MONGODB_TIMEOUT_MS),
+    maxPoolSize,
+    monitorCommands: isTracing(),
+  });
+  traceMongo(client);
   await client.connect();
   const db = client.db(settings.MONGODB_DATABASE);
   return {

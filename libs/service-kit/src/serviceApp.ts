@@ -2,19 +2,23 @@ import express, { type RequestHandler } from 'express';
 import type { Logger } from '@cp/logging';
 import { accessLog } from './accessLog';
 import { healthRoutes, livenessRoute, type ReadinessCheck } from './healthRoutes';
+import { isTracing } from '@cp/tracing';
 import { requestId } from './requestId';
 import type { ServiceMetrics } from './ServiceMetrics';
+import { traceRequests } from './traceRequests';
 
 export interface ServiceAppDeps {
   logger: Logger;
   metrics: ServiceMetrics;
   /** Runs after the request id and access log, before anything else (the gateway's head checks). */
   before?: RequestHandler[];
+  /** Whether a caller's W3C trace context is continued (default) or a new trace starts (the gateway's TRACE_INCOMING_CONTEXT). */
+  trustIncomingTrace?: boolean;
 }
 
 /**
  * The start every service's express app shares: request ids, one access-log line per request,
- * /healthz (liveness), and request timing. The service adds its routes after it. /readyz,
+ * /healthz (liveness), request timing, and (when tracing) a span per request. The service adds its routes after it. /readyz,
  * /healthz/deps and /metrics are on the admin port only (`adminApp`, started by `startService`).
  */
 export function serviceApp(deps: ServiceAppDeps): express.Express {
@@ -22,6 +26,11 @@ export function serviceApp(deps: ServiceAppDeps): express.Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestId());
+  // Only in a process that traces: otherwise no span, no context, no cost.
+  if (isTracing())
+    app.use(
+      traceRequests({ trustIncoming: deps.trustIncomingTrace ?? true, routeOf: (req) => deps.metrics.routeOf(req) }),
+    );
   app.use(accessLog(deps.logger));
   for (const handler of deps.before ?? []) app.use(handler);
   app.use(livenessRoute());

@@ -2,13 +2,14 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError } from '@cp/config';
 import { createLogger, openAuditLog, type AuditLog, type Logger } from '@cp/logging';
+import { startTracing, traceLogFields, tracingOptions, type TracingSettings } from '@cp/tracing';
 import type { ReadinessCheck } from './healthRoutes';
 import { runServer, type RunServerOptions } from './runServer';
 import { adminApp } from './serviceApp';
 import type { ServiceMetrics } from './ServiceMetrics';
 
 /** The settings every service reads (see `serviceSettings` in @cp/config). */
-export interface BaseServiceConfig {
+export interface BaseServiceConfig extends TracingSettings {
   PORT: number;
   /** /readyz, /healthz/deps and /metrics: never on PORT, so no route to PORT exposes them. */
   ADMIN_PORT: number;
@@ -54,7 +55,7 @@ export interface StartServiceOptions<C extends BaseServiceConfig> {
 }
 
 /**
- * The start-up every service shares: config, logger, its dependencies, then `runServer` with
+ * The start-up every service shares: config, logger, tracing (OTEL_*, off unless set), its dependencies, then `runServer` with
  * draining and shutdown hooks, and the admin port (/readyz, /healthz/deps, /metrics) once the API
  * port listens, so that a ready answer means the API takes connections. The admin port stays open
  * while the API drains (its /readyz answers 503 then) and closes before the pools do. A failure
@@ -78,7 +79,11 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
       `must differ from PORT (${config.PORT}): metrics and readiness are kept off the API's port`,
     );
   }
-  const logger = createLogger({ service: name, level: config.LOG_LEVEL });
+  const traced = tracingOptions(config, name);
+  // Log lines name the active span only in a process that traces.
+  const logger = createLogger({ service: name, level: config.LOG_LEVEL, mixin: traced ? traceLogFields : undefined });
+  // Before `build`: its clients (S3, MongoDB) are traced only when tracing is on by then.
+  const tracing = startTracing(traced, logger);
   const audit = openAuditLog(name, config.AUDIT_LOG);
   let draining = false;
   const built = await build({ config, logger, audit, isDraining: () => draining });
@@ -100,6 +105,7 @@ async function start<C extends BaseServiceConfig>({ name, loadConfig, build }: S
       await built.onShutdown?.();
       for (const backend of backends) await backend.close();
       audit.close();
+      await tracing.shutdown();
     },
   });
   await listen(admin, config.ADMIN_PORT, config.HOST);
