@@ -10,6 +10,8 @@ export interface Intent {
   content: EventContent;
   /** When it was written (ms): a fact not seen within the check window is taken as not happened. */
   at: number;
+  /** The W3C traceparent of the request that made the fact, when it was traced: its deliveries continue that trace. */
+  trace?: string;
 }
 
 /** One event to one webhook: its body is fixed at publication, so every attempt sends the same bytes. */
@@ -23,6 +25,8 @@ export interface Delivery {
   /** When it was published (ms); given up once the retry window from here has passed. */
   first: number;
   failures: number;
+  /** The event's trace (its intent's `trace`), sent as the delivery's traceparent. */
+  trace?: string;
 }
 
 /**
@@ -64,13 +68,21 @@ export class Outbox {
   }
 
   /** Publishes the event: the number of deliveries it made (0 when it was published already, or nobody subscribes). */
-  async publish(event: WebhookEvent, now: number): Promise<number> {
+  async publish(event: WebhookEvent, now: number, trace?: string): Promise<number> {
     const k = this.keys;
     return runScript<number>(
       this.redis,
       PUBLISH,
       [k.hooks(event.owner), k.intents, k.intent, k.published, k.due, k.delivery],
-      [event.id, event.type, JSON.stringify(event), String(now), String(now - PUBLISHED_KEPT_MS), event.owner],
+      [
+        event.id,
+        event.type,
+        JSON.stringify(event),
+        String(now),
+        String(now - PUBLISHED_KEPT_MS),
+        event.owner,
+        trace ?? '',
+      ],
     );
   }
 
@@ -142,7 +154,7 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
 redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
 return 1`);
 
-// KEYS: hooks, intents, intent, published, due, delivery. ARGV: id, type, body, now, forgetBefore, owner.
+// KEYS: hooks, intents, intent, published, due, delivery. ARGV: id, type, body, now, forgetBefore, owner, trace ('' for none).
 const PUBLISH = luaScript(`${SUBSCRIBED}
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
@@ -153,7 +165,7 @@ local hooks = subscribed(KEYS[1], ARGV[2])
 for _, hook in ipairs(hooks) do
   local id = ARGV[1] .. '/' .. hook
   local delivery = cjson.encode({ id = id, owner = ARGV[6], webhook = hook, event = ARGV[1], body = ARGV[3],
-    first = tonumber(ARGV[4]), failures = 0 })
+    first = tonumber(ARGV[4]), failures = 0, trace = ARGV[7] ~= '' and ARGV[7] or nil })
   redis.call('HSET', KEYS[6], id, delivery)
   redis.call('ZADD', KEYS[5], ARGV[4], id)
 end

@@ -1,5 +1,6 @@
 import type { Logger } from '@cp/logging';
 import { signWebhook, WEBHOOK_HEADERS } from '@cp/protocol';
+import { contextOf, endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { retryDelayMs, type RetrySchedule } from './backoff';
 import type { EventContent } from './events';
@@ -141,7 +142,7 @@ export class WebhookDispatcher {
       const seen = await this.checkFact(intent);
       const now = this.clock();
       if (seen.happened) {
-        await this.outbox.publish(eventOf(intent, seen.content, now), now);
+        await this.outbox.publish(eventOf(intent, seen.content, now), now, intent.trace);
         this.intents.inc({ outcome: 'published' });
         this.logger.info(
           { eventId: intent.id, type: intent.type },
@@ -179,6 +180,13 @@ export class WebhookDispatcher {
         return;
       }
       const timestamp = Math.floor(this.clock() / 1000);
+      // A span in the event's own trace (the request that made the fact), which the receiver may continue.
+      const call = startOutgoingCall(
+        'webhook delivery',
+        { 'cp.event.id': delivery.event, 'cp.webhook.id': delivery.webhook, 'cp.delivery.attempt': log.attempt },
+        contextOf(delivery.trace),
+      );
+      const traceHeaders = call?.headers ?? (delivery.trace ? { traceparent: delivery.trace } : {});
       let failure: string;
       try {
         const status = await postToReceiver(
@@ -189,11 +197,13 @@ export class WebhookDispatcher {
             [WEBHOOK_HEADERS.id]: delivery.event,
             [WEBHOOK_HEADERS.timestamp]: String(timestamp),
             [WEBHOOK_HEADERS.signature]: signWebhook(hook.secret, timestamp, delivery.body),
+            ...traceHeaders,
           },
           delivery.body,
           this.options.policy,
           this.options.timeoutMs,
         );
+        endOutgoingCall(call, status);
         if (status >= 200 && status < 300) {
           await this.outbox.settle(delivery.id);
           this.outcomes.inc({ outcome: 'delivered' });
@@ -201,6 +211,7 @@ export class WebhookDispatcher {
         }
         failure = `the receiver answered ${status}`;
       } catch (error) {
+        endOutgoingCall(call, undefined, error);
         failure = (error as Error).message;
       }
       await this.failed(delivery, failure, log);

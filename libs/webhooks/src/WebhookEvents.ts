@@ -1,4 +1,5 @@
 import type { Logger } from '@cp/logging';
+import { currentTraceparent } from '@cp/tracing';
 import { eventIdOf, type EventContent, type EventType, type WebhookEvent } from './events';
 import type { Intent, Outbox } from './Outbox';
 import type { SubscriberIndex } from './SubscriberIndex';
@@ -32,7 +33,16 @@ export class WebhookEvents {
   async intend(type: EventType, owner: string, content: EventContent): Promise<Intent | null> {
     if (!this.index.mayHaveWebhooks(owner)) return null;
     const now = this.clock();
-    const intent: Intent = { id: eventIdOf(type, content.id), type, owner, content, at: now };
+    // The request's trace, kept with the intent: the deliveries of its event continue it.
+    const trace = currentTraceparent();
+    const intent: Intent = {
+      id: eventIdOf(type, content.id),
+      type,
+      owner,
+      content,
+      at: now,
+      ...(trace ? { trace } : {}),
+    };
     return (await this.outbox.intend(intent, now + this.options.checkDelayMs)) ? intent : null;
   }
 
@@ -42,7 +52,7 @@ export class WebhookEvents {
     const now = this.clock();
     const event = eventOf(intent, {}, now);
     try {
-      if ((await this.outbox.publish(event, now)) > 0) this.options.onPublished?.();
+      if ((await this.outbox.publish(event, now, intent.trace)) > 0) this.options.onPublished?.();
     } catch (error) {
       this.logger.warn(
         { eventId: intent.id, err: error },
