@@ -4,6 +4,7 @@ import { RequestRateLimiter } from '@cp/rate-limit';
 import { connectRedis, redisBackend } from '@cp/redis';
 import { BODY_SOCKET_HIGH_WATER_MARK, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { SessionCache } from '@cp/session-cache';
+import { traceS3 } from '@cp/tracing';
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { DownloadService } from './downloads/DownloadService';
@@ -43,7 +44,8 @@ startService({
         : { receiptSigner: null },
       receiptSigner ? 'receipts are signed' : 'no receipt signing key: receipts answer 501',
     );
-    const s3 = createS3Client(config);
+    // A span per S3 call when tracing (presigned URLs are made by another client, never traced).
+    const s3 = traceS3(createS3Client(config));
     logger.info({ s3Credentials: s3CredentialSource(config) }, 'S3 client ready');
     // Unfinished uploads are kept in Redis; finished contents are their S3 objects alone.
     const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });

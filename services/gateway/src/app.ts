@@ -5,6 +5,7 @@ import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
 import { closeAfterAnswer, coalesceWrites, namesClose, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import { endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import { docsRoutes } from './docs/docsRoutes';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { apiOf, upstreamFor, type Upstream } from './http/routes';
@@ -18,6 +19,8 @@ export interface GatewayDeps {
   upstreamTimeoutMs: number;
   /** Longest silence of the auth- and session-service, whose answers are small and quick (default: upstreamTimeoutMs). */
   signInUpstreamTimeoutMs?: number;
+  /** Whether a client's W3C trace context is continued (TRACE_INCOMING_CONTEXT=trust) or a new trace starts. */
+  trustIncomingTrace?: boolean;
 }
 
 /**
@@ -30,6 +33,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
     logger: deps.logger,
     metrics: deps.metrics,
     before: [deps.metrics.middleware(), edgeChecks()],
+    trustIncomingTrace: deps.trustIncomingTrace ?? false,
   });
   app.use(docsRoutes());
 
@@ -49,6 +53,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
         on: {
           proxyReq: (proxyReq, req) => {
             forwardedHeaders(proxyReq, req);
+            traceUpstreamCall(proxyReq, name, deps.trustIncomingTrace ?? false);
             // Pass the head on within this turn: the upstream may answer from it (401, 404, 409 ...)
             // before any body byte, and Node would otherwise hold it back until the first body chunk.
             // Not at once: body bytes already read then go out with the head, in one write.
@@ -118,6 +123,28 @@ function forwardedHeaders(proxyReq: ClientRequest, req: IncomingMessage): void {
     proxyReq.setHeader(`x-forwarded-${name}`, prior ? `${String(prior)},${value}` : value);
   }
   if (!req.headers['x-forwarded-host'] && req.headers.host) proxyReq.setHeader('x-forwarded-host', req.headers.host);
+}
+
+/**
+ * The upstream continues the gateway's trace: a CLIENT span per proxied request whose W3C context
+ * replaces whatever the client sent. Without tracing, a client's context passes only when trusted.
+ */
+function traceUpstreamCall(proxyReq: ClientRequest, upstream: Upstream, trusted: boolean): void {
+  const call = startOutgoingCall(`${proxyReq.method} ${upstream}-service`, {
+    'http.request.method': proxyReq.method,
+    'server.address': proxyReq.host,
+    'cp.upstream': upstream,
+  });
+  if (call || !trusted) {
+    proxyReq.removeHeader('traceparent');
+    proxyReq.removeHeader('tracestate');
+  }
+  if (!call) return;
+  for (const [header, value] of Object.entries(call.headers)) proxyReq.setHeader(header, value);
+  let status: number | undefined;
+  proxyReq.once('response', (res: IncomingMessage) => (status = res.statusCode));
+  proxyReq.once('error', (error) => endOutgoingCall(call, status, error));
+  proxyReq.once('close', () => endOutgoingCall(call, status));
 }
 
 /** The largest answer head a service may send through the gateway (its clients' own limit is theirs). */

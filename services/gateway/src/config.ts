@@ -1,4 +1,4 @@
-import { env, parseEnv, serviceSettings } from '@cp/config';
+import { env, parseEnv, serviceSettings, z } from '@cp/config';
 
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   return parseEnv(
@@ -14,6 +14,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       /** Longest silence allowed from a client mid-request. */
       CLIENT_IDLE_TIMEOUT_MS: env.int(120_000, 1000),
       MAX_HEADER_BYTES: env.int(16 * 1024, 1024),
+      /**
+       * A client's W3C traceparent/tracestate: `restart` starts a new trace at the gateway (linked to
+       * the client's), `trust` continues the client's trace (a client inside the same trust domain).
+       */
+      TRACE_INCOMING_CONTEXT: z.enum(['restart', 'trust']).default('restart'),
     },
     source,
   );

@@ -28,6 +28,7 @@ startService({
       upstreams,
       upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
       signInUpstreamTimeoutMs: config.SIGNIN_UPSTREAM_TIMEOUT_MS,
+      trustIncomingTrace: config.TRACE_INCOMING_CONTEXT === 'trust',
     });
     return {
       app,

@@ -6,6 +6,7 @@ import { crc32 } from 'node:zlib';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { crc64nvme } from '@cp/protocol';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { inS3Span } from '@cp/tracing';
 
 /** S3's answer when it is not a success: its status and error code. */
 export class S3Refusal extends Error {
@@ -58,7 +59,29 @@ export class DirectS3 {
    * Resolves with S3's response once its headers came. An answer of 300 or more is thrown as an
    * S3Refusal (its body read for the error code); `signal` aborts the call.
    */
-  async send(call: DirectCall, signal: AbortSignal): Promise<IncomingMessage> {
+  send(call: DirectCall, signal: AbortSignal): Promise<IncomingMessage> {
+    // A span until S3's answer head (the body of a GET streams after it), when tracing.
+    const operation =
+      call.method === 'PUT'
+        ? call.query?.partNumber
+          ? 'UploadPart'
+          : 'PutObject'
+        : `${call.method === 'GET' ? 'Get' : 'Head'}Object`;
+    const length = Number(call.headers?.['content-length']);
+    return inS3Span(
+      operation,
+      {
+        bucket: this.bucket,
+        key: call.key,
+        partNumber: call.query?.partNumber ? Number(call.query.partNumber) : undefined,
+        bytes: call.body && Number.isFinite(length) ? length : undefined,
+        range: call.headers?.range,
+      },
+      () => this.sendUntraced(call, signal),
+    );
+  }
+
+  private async sendUntraced(call: DirectCall, signal: AbortSignal): Promise<IncomingMessage> {
     this.target ??= resolveTarget(this.s3, this.bucket).catch((error: unknown) => {
       this.target = null;
       throw error;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { hasErrorCode, ServiceError } from '@cp/errors';
+import { inSpan } from '@cp/tracing';
 import type { ContentRange } from '@cp/protocol';
 import { isNoSuchUpload, isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
 import { checkUploadInForce, type LostUploads } from './LostUploads';
@@ -85,8 +86,8 @@ export class RangeWriter {
     // against what it holds), so that no other write or assembly of that part runs meanwhile.
     const writer = randomBytes(6).toString('hex');
     if (k !== null) {
-      const claimed = await commits
-        .commit(
+      const claimed = await inSpan('upload admission', { 'cp.upload.part': k }, () =>
+        commits.commit(
           id,
           async (view) => {
             if (!isNew && isWithoutBookkeeping(view.state)) return false;
@@ -97,11 +98,11 @@ export class RangeWriter {
             return true;
           },
           timings,
-        )
-        .catch((error: unknown) => {
-          if (outcomeInDoubt(error)) releaseInDoubt(this.ctx, id, writer, [k]);
-          throw error;
-        });
+        ),
+      ).catch((error: unknown) => {
+        if (outcomeInDoubt(error)) releaseInDoubt(this.ctx, id, writer, [k]);
+        throw error;
+      });
       if (!claimed) {
         // Completed (or removed) since this request read its record: answered as a write to it.
         const ready = await objects.head(record.s3Key);
@@ -126,7 +127,9 @@ export class RangeWriter {
         this.store(record, wanted, k, body, { sha256, crc64nvme }, heartbeat?.signal),
       );
       heartbeat?.check();
-      work = await this.record(record, range, stored, k, writer, isNew, timings, naming);
+      work = await inSpan('upload commit', undefined, () =>
+        this.record(record, range, stored!, k, writer, isNew, timings, naming),
+      );
     } catch (error) {
       await heartbeat?.stop();
       // A staged piece stays when its record commit may yet be applied (it would name the piece);

@@ -1,5 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import { performance } from 'node:perf_hooks';
+import { inSpan } from '@cp/tracing';
 
 /** The stages a write's time is spent in, as named in its Server-Timing header. */
 export type Stage = 'auth' | 'record' | 'lock' | 'commit' | 'stage' | 'part' | 'assembly' | 'complete';
@@ -17,11 +18,11 @@ export class StageTimings {
     this.spent.set(stage, (this.spent.get(stage) ?? 0) + ms);
   }
 
-  /** Runs `work`, counting its time (failed or not) to `stage`. */
+  /** Runs `work`, counting its time (failed or not) to `stage`; when tracing, as a span `upload <stage>`. */
   async time<T>(stage: Stage, work: () => Promise<T>): Promise<T> {
     const t = performance.now();
     try {
-      return await work();
+      return await inSpan(`upload ${stage}`, undefined, work);
     } finally {
       this.add(stage, performance.now() - t);
     }
