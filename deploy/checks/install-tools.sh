@@ -4,6 +4,7 @@
 #   kustomize      `kubectl kustomize` when kubectl is there; else kustomize v5 built from the Go proxy
 #   kubectl-validate  sigs.k8s.io/kubectl-validate v0.0.4 (Kubernetes schemas built in, no cluster)
 #   chromium       Debian's package, for the /docs page test (skipped with --no-chromium)
+#   promtool       Debian's package prometheus, for the alert rules' checks and unit tests
 # and, into $HOME/.cache/content-platform/crds, the CustomResourceDefinitions the manifests use, so
 # that kubectl-validate checks those objects offline too (list below: each file pinned by version
 # and SHA-256). They are files of the projects' own Go modules, fetched with `go mod download`
@@ -26,6 +27,7 @@ CRDS="
 sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION config/crd/standard/gateway.networking.k8s.io_httproutes.yaml a424a0d6c953b162e71d1d97bb7e75012d8f1ac264e7274f2763d1b96ab39852
 sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION config/crd/standard/gateway.networking.k8s.io_gateways.yaml 25b885f5870b8fff1ae82efa2628b2761cef3745900c2aecf8fb76629a01255a
 github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_podmonitors.yaml 8ce88c52c51209993511cae093089c9525f5552def88119e3f559123ee9d454b
+github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml 98fd16c9ab79fba8dcd6ef62c957c98cd6546ab74ce0a4ecf09ddf2fda03020e
 github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_clienttrafficpolicies.yaml 2c7eaa1ce30de626e9c362b8d9002281c2f435f970020fa81902ad7f30b38d5b
 github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_backendtrafficpolicies.yaml cd75a4c222df5487aa9ca8957b48bcc3255eb25de02ed9153faf620bc160f786
 "
@@ -100,7 +102,20 @@ install_chromium() {
   apt_install chromium
 }
 
+# promtool checks and unit-tests the alert rules (deploy/test/monitoring.test.ts): Debian's
+# prometheus package ships it. Its postinst may start a Prometheus server: stopped, never used.
+install_promtool() {
+  command -v promtool >/dev/null 2>&1 && return
+  log "installing promtool (Debian package prometheus)"
+  apt_install prometheus
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+    local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+}
+
 install_kustomize
 install_kubectl_validate
+install_promtool
 install_crds
 if [ "${1:-}" != "--no-chromium" ]; then install_chromium; fi

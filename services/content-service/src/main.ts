@@ -1,3 +1,4 @@
+import { Gauge } from 'prom-client';
 import { ConfigError } from '@cp/config';
 import { BearerVerifier } from '@cp/credentials';
 import { RequestRateLimiter } from '@cp/rate-limit';
@@ -97,6 +98,13 @@ startService({
       presigner ? 'direct transfer to S3 is enabled' : 'direct transfer is off',
     );
     const metrics = new ServiceMetrics('content-service');
+    // For the alert on a receipt certificate near its end (k8s/monitoring/rules.yaml).
+    if (receiptSigner)
+      new Gauge({
+        name: 'content_receipt_signer_expiry_timestamp_seconds',
+        help: 'When the certificate receipts are signed with expires (Unix time)',
+        registers: [metrics.registry],
+      }).set(receiptSigner.notAfter.getTime() / 1000);
     const quotaStore = config.QUOTAS ? new RedisQuotas(redis, config.S3_BUCKET) : null;
     const webhooks = startWebhooks({ config, redis, objects, book, logger, registry: metrics.registry });
     await webhooks.index.refresh().catch(() => undefined); // until known, every owner may have webhooks
