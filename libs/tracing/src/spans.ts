@@ -28,8 +28,8 @@ export function setTracing(on: boolean): void {
 }
 
 /** Runs `work` in a span that is a child of the active one; without tracing, just runs it. */
-export async function inSpan<T>(name: string, attributes: Attributes | undefined, work: () => Promise<T>): Promise<T> {
-  if (!active) return work();
+export function inSpan<T>(name: string, attributes: Attributes | undefined, work: () => Promise<T>): Promise<T> {
+  if (!active) return work(); // no promise of its own: nothing added to the work's
   return tracer().startActiveSpan(name, { attributes }, async (span) => {
     try {
       return await work();

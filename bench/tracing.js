@@ -1,0 +1,116 @@
+// What tracing costs: two stacks in one run, one with tracing off (the default) and one with every
+// request traced (OTEL_TRACES_SAMPLER=always_on, spans sent as OTLP/HTTP JSON to a receiver in this
+// process that reads and drops them), measured in alternating rounds on the same small requests.
+//   pnpm bench tracing [--seconds 6] [--concurrency 16] [--rounds 3]
+// For each stack and operation (one-shot POST of 10 KiB, GET and HEAD of a stored one, all by
+// Bearer token through the gateway): requests per second and the CPU time the gateway and the
+// content-service spent per request (utime + stime, /proc/<pid>/stat), the median of the rounds,
+// and the spread of the rounds of the untraced stack (the run's noise).
+const http = require('node:http');
+const { randomBytes, randomUUID } = require('node:crypto');
+const { DevKeys } = require('@cp/credentials');
+const { benchArgs, cpuMs, ensureBackingServers, request, startStack } = require('./_support');
+const { purgeStackData } = require('../tools/devstack/purge');
+
+const args = benchArgs();
+const seconds = Number(args.seconds ?? 6);
+const concurrency = Number(args.concurrency ?? 16);
+const rounds = Number(args.rounds ?? 3);
+const SIZE = 10 * 1024;
+
+async function sink() {
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (c) => (bytes += c.length));
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}`, bytes: () => bytes, close: () => server.close() };
+}
+
+async function measure(stack, op) {
+  const pids = stack.services.filter((s) => s.name === 'gateway' || s.name === 'content-service').map((s) => s.pid);
+  const cpu0 = pids.reduce((n, p) => n + cpuMs(p), 0);
+  const end = Date.now() + seconds * 1000;
+  let done = 0;
+  const worker = async () => {
+    while (Date.now() < end) {
+      const res = await op();
+      if (res.status >= 300) throw new Error(`answered ${res.status}`);
+      done++;
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const elapsed = (performance.now() - started) / 1000;
+  return { rps: done / elapsed, cpuPerRequest: (pids.reduce((n, p) => n + cpuMs(p), 0) - cpu0) / done };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main() {
+  ensureBackingServers();
+  const receiver = await sink();
+  const prefix = `benchtr${Date.now().toString(36)}`;
+  const stacks = {
+    off: await startStack({ prefix: `${prefix}off`, env: { LOG_LEVEL: 'warn' } }),
+    traced: await startStack({
+      prefix: `${prefix}on`,
+      env: { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' },
+    }),
+  };
+  try {
+    const owner = randomUUID();
+    const token = await new DevKeys(stacks.off.keysDir).mint({ owners: [owner] });
+    const auth = { authorization: `Bearer ${token}` };
+    const body = randomBytes(SIZE);
+    const ids = {};
+    for (const [name, stack] of Object.entries(stacks)) {
+      const res = await request('POST', `${stack.gatewayUrl}/v1/${owner}/contents`, auth, body, { keep: true });
+      ids[name] = JSON.parse(res.body.toString()).id;
+    }
+    const ops = {
+      'POST 10 KiB': (s) => () => request('POST', `${s.gatewayUrl}/v1/${owner}/contents`, auth, body),
+      GET: (s, n) => () => request('GET', `${s.gatewayUrl}/v1/${owner}/contents/${ids[n]}`, auth),
+      HEAD: (s, n) => () => request('HEAD', `${s.gatewayUrl}/v1/${owner}/contents/${ids[n]}`, auth),
+    };
+    const results = {};
+    for (let round = 0; round < rounds; round++)
+      for (const [opName, make] of Object.entries(ops))
+        // Alternating which goes first, so that neither always meets a warmer machine.
+        for (const name of round % 2 ? ['traced', 'off'] : ['off', 'traced']) {
+          const r = await measure(stacks[name], make(stacks[name], name));
+          ((results[opName] ??= {})[name] ??= []).push(r);
+        }
+    console.log(
+      `tracing: ${rounds} rounds of ${seconds} s at ${concurrency} in flight; CPU = gateway + content-service per request`,
+    );
+    console.log('operation     | off: req/s  CPU ms | traced: req/s  CPU ms | CPU traced/off | off rounds CPU spread');
+    for (const [opName, byStack] of Object.entries(results)) {
+      const off = byStack.off.map((r) => r.cpuPerRequest);
+      const on = byStack.traced.map((r) => r.cpuPerRequest);
+      const spread = (Math.max(...off) - Math.min(...off)) / median(off);
+      console.log(
+        `${opName.padEnd(13)} | ${median(byStack.off.map((r) => r.rps))
+          .toFixed(0)
+          .padStart(10)} ${median(off).toFixed(3).padStart(7)} | ${median(byStack.traced.map((r) => r.rps))
+          .toFixed(0)
+          .padStart(
+            13,
+          )} ${median(on).toFixed(3).padStart(7)} | ${(median(on) / median(off)).toFixed(2).padStart(14)} | ${(spread * 100).toFixed(0)} %`,
+      );
+    }
+    console.log(`spans sent: ${(receiver.bytes() / 1e6).toFixed(1)} MB of OTLP JSON`);
+  } finally {
+    for (const stack of Object.values(stacks)) {
+      await stack.stop();
+      await purgeStackData(stack.prefix, stack.backing).catch(() => undefined);
+    }
+    receiver.close();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
