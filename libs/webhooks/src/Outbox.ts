@@ -14,6 +14,13 @@ export interface Intent {
   trace?: string;
 }
 
+/** What the metrics tell of the outbox (Outbox.levels). */
+export interface OutboxLevels {
+  pending: number;
+  deliveryOverdueMs: number;
+  intentOverdueMs: number;
+}
+
 /** One event to one webhook: its body is fixed at publication, so every attempt sends the same bytes. */
 export interface Delivery {
   /** `<event id>/<webhook id>` */
@@ -128,6 +135,23 @@ export class Outbox {
     return redisCommand<number>(this.redis, ['ZCARD', this.keys.due]);
   }
 
+  /**
+   * The outbox's levels for the metrics, in one round trip of O(log n): the deliveries waiting, and
+   * how long the longest-overdue delivery and intent have been due without a dispatcher claiming
+   * them (ms; 0 when none is due). A claim re-scores its entry at the end of its lease, so an entry
+   * being worked on is not overdue; one whose claimant died is, once its lease has run out.
+   */
+  async levels(now: number): Promise<OutboxLevels> {
+    const [pending, due, intent] = await runScript<[number, string, string]>(
+      this.redis,
+      LEVELS,
+      [this.keys.due, this.keys.intents],
+      [],
+    );
+    const overdue = (score: string) => (score === '' ? 0 : Math.max(0, now - Number(score)));
+    return { pending, deliveryOverdueMs: overdue(due), intentOverdueMs: overdue(intent) };
+  }
+
   private claim(zset: string, hash: string, now: number, leaseMs: number, limit: number): Promise<string[]> {
     return runScript<string[]>(this.redis, CLAIM, [zset, hash], [String(now), String(now + leaseMs), String(limit)]);
   }
@@ -185,6 +209,12 @@ for _, id in ipairs(ids) do
   end
 end
 return out`);
+
+// KEYS: due, intents. The earliest scores ('' for an empty set).
+const LEVELS = luaScript(`
+local due = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local intent = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+return { redis.call('ZCARD', KEYS[1]), due[2] or '', intent[2] or '' }`);
 
 // KEYS: zset, hash. ARGV: id.
 const FORGET = luaScript(`

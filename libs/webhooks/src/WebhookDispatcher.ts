@@ -50,6 +50,9 @@ export class WebhookDispatcher {
   private readonly outcomes: Counter<'outcome'>;
   private readonly intents: Counter<'outcome'>;
   private readonly backlog: Gauge;
+  private readonly overdue: Gauge<'queue'>;
+  private gauger: NodeJS.Timeout | null = null;
+  private gauging: Promise<void> | null = null;
 
   constructor(
     private readonly outbox: Outbox,
@@ -79,11 +82,38 @@ export class WebhookDispatcher {
       help: 'Deliveries waiting in the outbox (due, claimed or waiting for a retry), as last counted by this replica',
       registers,
     });
+    this.overdue = new Gauge({
+      name: 'webhook_outbox_overdue_seconds',
+      help: 'How long the longest-overdue delivery (queue="deliveries") or unpublished intent (queue="intents") has been due with no dispatcher claiming it, as last measured by this replica; 0 when none is due',
+      labelNames: ['queue'],
+      registers,
+    });
+    for (const queue of ['deliveries', 'intents']) this.overdue.set({ queue }, 0);
   }
 
   start(): void {
     this.stopped = false;
     this.schedule(0);
+    // Measured on a schedule of its own, not at the end of a round, so that a round that hangs
+    // shows as an outbox growing overdue. One bounded Redis call each poll interval.
+    this.gauger = setInterval(() => {
+      this.gauging ??= this.measure().finally(() => {
+        this.gauging = null;
+      });
+    }, this.options.pollMs);
+    this.gauger.unref();
+  }
+
+  /** Refreshes the outbox's gauges (kept as they were when Redis does not answer). */
+  async measure(): Promise<void> {
+    try {
+      const levels = await this.outbox.levels(this.clock());
+      this.backlog.set(levels.pending);
+      this.overdue.set({ queue: 'deliveries' }, levels.deliveryOverdueMs / 1000);
+      this.overdue.set({ queue: 'intents' }, levels.intentOverdueMs / 1000);
+    } catch (error) {
+      this.logger.debug({ err: error }, 'could not measure the webhook outbox');
+    }
   }
 
   /** Runs a round now (after a publication here), or right after the running one. */
@@ -96,8 +126,11 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.gauger) clearInterval(this.gauger);
     this.timer = null;
+    this.gauger = null;
     await this.running;
+    await this.gauging;
   }
 
   /** One round: the owner index refreshed, due intents settled, due deliveries sent. */
@@ -113,7 +146,7 @@ export class WebhookDispatcher {
     };
     await Promise.all(Array.from({ length: Math.min(this.options.concurrency, due.length) }, worker));
     if (due.length === batchSize) this.again = true; // more may be due
-    this.backlog.set(await this.outbox.pending());
+    await this.measure();
   }
 
   private schedule(ms: number): void {

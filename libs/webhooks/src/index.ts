@@ -2,7 +2,7 @@ export { DEFAULT_RETRY_SCHEDULE, retryDelayMs, type RetrySchedule } from './back
 export { EVENT_TYPES, eventIdOf, isEventType, type EventContent, type EventType, type WebhookEvent } from './events';
 export { DeliveryFailed, postToReceiver } from './httpDelivery';
 export { ownerGroup, WebhookKeys } from './keys';
-export { Outbox, type Delivery, type Intent } from './Outbox';
+export { Outbox, type Delivery, type Intent, type OutboxLevels } from './Outbox';
 export { SECRET_KEY_MIN_LENGTH, SecretBox, SecretUnreadable } from './SecretBox';
 export { SubscriberIndex } from './SubscriberIndex';
 export { DEFAULT_URL_POLICY, isPublicAddress, mayConnect, refuseUrl, type UrlPolicy } from './urlPolicy';

@@ -23,6 +23,7 @@ import { QuotaReconciler } from './admin/QuotaReconciler';
 import { QuotaRecounts } from './admin/QuotaRecounts';
 import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { Presigner } from './store/Presigner';
+import { SweeperMetrics } from './sweeper/SweeperMetrics';
 import { UploadSweeper } from './sweeper/UploadSweeper';
 import { startWebhooks } from './events/startWebhooks';
 import { PartAssembler } from './uploads/PartAssembler';
@@ -138,6 +139,7 @@ startService({
       intervalMs: config.SWEEP_INTERVAL_SECONDS * 1000,
       leaseMs: 30_000,
       batchSize: config.SWEEP_BATCH_SIZE,
+      metrics: new SweeperMetrics(metrics.registry, config.SWEEP_INTERVAL_SECONDS),
     });
     sweeper.start();
     const bearer = config.JWT_ISSUER // with a JWKS: loadConfig refuses one without the other

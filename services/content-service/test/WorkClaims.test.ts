@@ -1,5 +1,13 @@
 import { PART_SIZE } from '@cp/protocol';
-import { allReceived, claimCompletion, claimRemainingWork, claimWork } from '../src/uploads/WorkClaims';
+import { UploadMetrics } from '../src/uploads/UploadMetrics';
+import {
+  allReceived,
+  claimCompletion,
+  claimRemainingWork,
+  claimWork,
+  countTakeovers,
+  type ClaimKind,
+} from '../src/uploads/WorkClaims';
 import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 
 const P = PART_SIZE;
@@ -52,6 +60,25 @@ describe('claiming the assembly of parts', () => {
     expect((await claimWork(ledger.view('c'), total, [1], now, leases)).assemblies.map((a) => a.k)).toEqual([1]);
   });
 
+  it('reports the claims it took over past their lease, and none it took fresh', async () => {
+    const ledger = new InMemoryLedger();
+    const part = ledger.part('c', 1);
+    part.pieces = [staged(0, P - 1)];
+    expect((await claimWork(ledger.view('c'), total, [1], now, leases)).takenOver).toBeUndefined();
+    part.assembling = ago(leases.assemblyLeaseMs + 1);
+    part.writing = { since: ago(leases.assemblyLeaseMs + 1), by: 'dead' };
+    ledger.state('c').parts = {};
+    expect((await claimWork(ledger.view('c'), total, [1], now, leases)).takenOver).toEqual(['assembly', 'write']);
+    const metrics = new UploadMetrics();
+    countTakeovers(metrics, ['assembly', 'write', 'write']);
+    const counted = await metrics.claimsExpired.get();
+    expect(Object.fromEntries(counted.values.map((v) => [v.labels.claim, v.value]))).toEqual({
+      write: 2,
+      assembly: 1,
+      completion: 0,
+    });
+  });
+
   it('claims no completion while it claims an assembly', async () => {
     const ledger = new InMemoryLedger();
     const { parts } = ledger.state('c');
@@ -84,7 +111,9 @@ describe('claiming the completion', () => {
   it('is taken over when the holder let its lease run out', () => {
     const state = allStored();
     state.completing = ago(leases.completionLeaseMs + 1);
-    expect(claimCompletion(state, total, now, leases)).toBe(true);
+    const takenOver: string[] = [];
+    expect(claimCompletion(state, total, now, leases, 'h', takenOver as ClaimKind[])).toBe(true);
+    expect(takenOver).toEqual(['completion']);
   });
 
   it('is not claimed while a part is missing or has another size than its place in the grid', () => {

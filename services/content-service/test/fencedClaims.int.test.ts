@@ -211,6 +211,13 @@ describe('fenced claims', () => {
     process.stdout.write(`dead holder's part claim taken over after ${tookMs} ms\n`);
     expect(tookMs).toBeLessThan(15_000);
     expect((await stores.book.state(created.id)).parts.p2).toMatchObject({ size: 10 });
+    // Counted for the alert UploadClaimsOutliveLease, once.
+    const counted = (await uploads.metrics.claimsExpired.get()).values;
+    expect(Object.fromEntries(counted.map((v) => [v.labels.claim, v.value]))).toEqual({
+      write: 1,
+      assembly: 0,
+      completion: 0,
+    });
   });
 
   it('keeps a slow holder’s claim alive past its lease by renewal, and records its write', async () => {

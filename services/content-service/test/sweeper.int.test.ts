@@ -3,11 +3,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ListMultipartUploadsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { Logger } from '@cp/logging';
 import type { Redis } from '@cp/redis';
+import { Registry } from 'prom-client';
 import type { ObjectStore } from '../src/store/ObjectStore';
 import { RedisLease } from '../src/store/RedisLease';
 import type { RedisUploadBook } from '../src/store/RedisUploadBook';
 import type { UploadState } from '../src/store/UploadBook';
+import { SweeperMetrics } from '../src/sweeper/SweeperMetrics';
 import { UploadSweeper } from '../src/sweeper/UploadSweeper';
+import type { ExpiringUploads } from '../src/uploads/UploadExpiry';
 import { contentKey, stagingPrefix } from '../src/uploads/ObjectKeys';
 import type { UploadService } from '../src/uploads/UploadService';
 import { useRealStores } from './support/realStores';
@@ -305,6 +308,40 @@ describe('upload sweeper', () => {
     await lease().release('upload-sweeper', other!);
     expect(await sweeper().sweepOnce()).toBe(1);
     expect(await stores.lookup(owner, id)).toBeNull();
+  });
+
+  it('reports when it last finished a pass: not while another holds the lease, nor when an upload could not go', async () => {
+    const registry = new Registry();
+    const metrics = new SweeperMetrics(registry, 300);
+    const last = async () =>
+      Number(
+        /^content_sweeper_last_success_timestamp_seconds\S* (\S+)$/m.exec(await registry.metrics())?.[1] ?? Number.NaN,
+      );
+    const withMetrics = (expiry: ExpiringUploads = uploads.expiry) =>
+      new UploadSweeper(book, expiry, lease(), logger, {
+        intervalMs: 1000,
+        leaseMs: 60_000,
+        batchSize: 100,
+        clock,
+        metrics,
+      });
+    const id = await startUpload();
+    now = new Date(now.getTime() + ttlMs + 1000);
+    const s3Refuses: ExpiringUploads = Object.assign(Object.create(uploads.expiry) as ExpiringUploads, {
+      expire: async () => {
+        throw new Error('S3 refused');
+      },
+    });
+    expect(await withMetrics(s3Refuses).sweepOnce()).toBe(0);
+    expect(await last()).toBe(0);
+    const other = await lease().acquire('upload-sweeper', 60_000);
+    expect(await withMetrics().sweepOnce()).toBe(0);
+    expect(await last()).toBe(0);
+    await lease().release('upload-sweeper', other!);
+    expect(await withMetrics().sweepOnce()).toBeGreaterThanOrEqual(1);
+    expect(await stores.lookup(owner, id)).toBeNull();
+    expect(await last()).toBe(now.getTime() / 1000);
+    expect(await registry.metrics()).toMatch(/^content_sweeper_interval_seconds 300$/m);
   });
 
   it('holds the sweeper lease for one holder at a time: renewed and released by its holder only, and free once it runs out', async () => {

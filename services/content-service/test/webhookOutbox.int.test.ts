@@ -129,6 +129,27 @@ describe('the webhook outbox in Redis', () => {
     expect(again.map((d) => d.id)).toEqual([claimed!.id]);
   });
 
+  it('measures how long the earliest delivery and intent have been due with no dispatcher claiming them', async () => {
+    const { outbox, owner, clock, dispatcher, events, registry } = await setup();
+    expect(await outbox.levels(clock.now)).toEqual({ pending: 0, deliveryOverdueMs: 0, intentOverdueMs: 0 });
+    await events.publish(await events.intend('content.deleted', owner, { id: randomUUID() }));
+    await events.intend('content.completed', owner, { id: randomUUID() }); // its writer never publishes
+    expect(await outbox.levels(clock.now + 90_000)).toEqual({
+      pending: 1,
+      deliveryOverdueMs: 90_000,
+      intentOverdueMs: 30_000, // checked 60 s after it was written
+    });
+    clock.now += 90_000;
+    await dispatcher.measure();
+    const gauges = await registry.getSingleMetricAsString('webhook_outbox_overdue_seconds');
+    expect(gauges).toMatch(/queue="deliveries"} 90$/m);
+    expect(gauges).toMatch(/queue="intents"} 30$/m);
+    // Claimed: not overdue while its lease runs, overdue again once it ran out with no settlement.
+    await outbox.claimDeliveries(clock.now, 30_000, 10);
+    expect((await outbox.levels(clock.now + 10_000)).deliveryOverdueMs).toBe(0);
+    expect((await outbox.levels(clock.now + 45_000)).deliveryOverdueMs).toBe(15_000);
+  });
+
   it('retries a failed delivery with backoff, with the same event id and body, until acknowledged', async () => {
     const { owner, hook, clock, dispatcher, events, registry } = await setup();
     const intent = await events.intend('content.completed', owner, { id: randomUUID(), size: 1 });

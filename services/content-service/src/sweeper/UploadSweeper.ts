@@ -3,6 +3,7 @@ import { systemClock, type Clock } from '@cp/service-kit';
 import type { RedisLease } from '../store/RedisLease';
 import type { UploadBook } from '../store/UploadBook';
 import type { ExpiringUploads } from '../uploads/UploadExpiry';
+import type { SweeperMetrics } from './SweeperMetrics';
 
 export interface UploadSweeperOptions {
   intervalMs: number;
@@ -10,6 +11,8 @@ export interface UploadSweeperOptions {
   leaseMs: number;
   batchSize: number;
   clock?: Clock;
+  /** When it last swept, for operators; none when not given. */
+  metrics?: SweeperMetrics;
 }
 
 const LEASE = 'upload-sweeper';
@@ -46,6 +49,7 @@ export class UploadSweeper {
     );
     renewal.unref();
     let removed = 0;
+    let failed = 0;
     try {
       for (const id of await this.book.expired(this.clock(), batchSize)) {
         try {
@@ -53,6 +57,7 @@ export class UploadSweeper {
           removed++;
           this.logger.info({ contentId: id }, 'expired upload removed');
         } catch (error) {
+          failed++;
           this.logger.warn({ contentId: id, err: error }, 'could not remove an expired upload; next sweep retries');
         }
       }
@@ -61,12 +66,14 @@ export class UploadSweeper {
           if (await this.uploads.finishCleanup(id))
             this.logger.info({ contentId: id }, 'staging of a completed content removed');
         } catch (error) {
+          failed++;
           this.logger.warn(
             { contentId: id, err: error },
             'could not remove the staging of a completed content; next sweep retries',
           );
         }
       }
+      if (failed === 0) this.options.metrics?.succeeded(this.clock());
     } finally {
       clearInterval(renewal);
       await this.lease.release(LEASE, token).catch(() => undefined);
@@ -75,6 +82,7 @@ export class UploadSweeper {
   }
 
   start(): void {
+    this.options.metrics?.succeeded(this.clock());
     this.timer = setInterval(() => {
       if (this.running) return;
       this.running = this.sweepOnce()

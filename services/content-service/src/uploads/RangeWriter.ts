@@ -16,7 +16,7 @@ import type { StageTimings } from './StageTimings';
 import type { ReadyContentRewrites } from './ReadyContentRewrites';
 import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext, WriteOutcome } from './UploadContext';
-import { claimWork, type Work } from './WorkClaims';
+import { claimWork, countTakeovers, type ClaimKind, type Work } from './WorkClaims';
 import { checkPartInS3, type PartInS3 } from './PartInS3';
 import { releaseInDoubt, releasePartWrite, renewPartWrite } from './PartWriteClaims';
 import {
@@ -90,12 +90,14 @@ export class RangeWriter {
         commits.commit(
           id,
           async (view) => {
-            if (!isNew && isWithoutBookkeeping(view.state)) return false;
+            if (!isNew && isWithoutBookkeeping(view.state)) return null;
             checkUploadInForce(view.state, record);
             const part = await view.part(k);
             checkWritable(view.state, [part], wanted, leases, clock());
+            // A write claim still on the part is past its lease (checkWritable refuses a live one).
+            const takenOver: ClaimKind[] = part.writing ? ['write'] : [];
             part.writing = { since: clock(), by: writer };
-            return true;
+            return takenOver;
           },
           timings,
         ),
@@ -112,6 +114,7 @@ export class RangeWriter {
           return this.rewrites.rewrite(body, { id, s3Key: record.s3Key, total: ready.contentLength }, range, sha256);
         throw expired(id);
       }
+      countTakeovers(this.ctx.metrics, claimed);
     }
 
     // The part-write claim is renewed while the bytes stream and until they are recorded: it
@@ -130,6 +133,7 @@ export class RangeWriter {
       work = await inSpan('upload commit', undefined, () =>
         this.record(record, range, stored!, k, writer, isNew, timings, naming),
       );
+      countTakeovers(this.ctx.metrics, work.takenOver);
     } catch (error) {
       await heartbeat?.stop();
       // A staged piece stays when its record commit may yet be applied (it would name the piece);

@@ -10,7 +10,7 @@ import type { UploadContext } from './UploadContext';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ServiceError } from '@cp/errors';
 import type { BackgroundAssemblies } from './BackgroundAssemblies';
-import { claimCompletion, claimRemainingWork, type Work } from './WorkClaims';
+import { claimCompletion, claimRemainingWork, countTakeovers, type ClaimKind, type Work } from './WorkClaims';
 import { partsTouched } from './WriteAdmission';
 import { releaseInDoubt } from './PartWriteClaims';
 import { checkUploadInForce, type LostUploads } from './LostUploads';
@@ -78,6 +78,7 @@ export class UploadCompletion {
       const work = await commits.commit(record._id, (view) =>
         claimRemainingWork(view, record.total, clock(), leases, holder),
       );
+      if (work) countTakeovers(this.ctx.metrics, work.takenOver);
       // Gone (completed by another request meanwhile), or being completed by another request.
       if (!work || (!work.complete && work.assemblies.length === 0 && !work.allReceived)) return false;
       if (work.complete || work.assemblies.length > 0) {
@@ -132,7 +133,7 @@ export class UploadCompletion {
         timer();
         heartbeat.check();
         metrics.partsStored.inc({ via: 'assembled' });
-        complete = await commits.commit(record._id, async (view) => {
+        const recorded = await commits.commit(record._id, async (view) => {
           const part = await view.part(k);
           // Fenced: only the holder of the assembly claim records its result, into the upload in force.
           if (!mine(part)) throw claimLost(`the assembly of part ${k}`);
@@ -143,8 +144,15 @@ export class UploadCompletion {
           view.state.parts[partKey(k)] = result;
           // An assembly running after its request answered never completes: the request that
           // received the last bytes does, so that it is the one that answers 201.
-          return mayComplete && claimCompletion(view.state, record.total ?? view.state.total, clock(), leases, holder);
+          const takenOver: ClaimKind[] = [];
+          const total = record.total ?? view.state.total;
+          return {
+            complete: mayComplete && claimCompletion(view.state, total, clock(), leases, holder, takenOver),
+            takenOver,
+          };
         });
+        countTakeovers(metrics, recorded.takenOver);
+        complete = recorded.complete;
       } catch (error) {
         await heartbeat.stop();
         await commits

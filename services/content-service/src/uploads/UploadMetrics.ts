@@ -13,6 +13,8 @@ export class UploadMetrics {
   readonly completed: Counter;
   readonly swept: Counter;
   readonly uploadsRestarted: Counter;
+  /** Claims (a part write, an assembly, the completion) found past their lease and taken over. */
+  readonly claimsExpired: Counter<'claim'>;
 
   constructor(registry: Registry = new Registry()) {
     const registers = [registry];
@@ -53,5 +55,13 @@ export class UploadMetrics {
       help: 'Unfinished uploads begun again in a new S3 multipart upload because S3 lost the first (see operations.md)',
       registers,
     });
+    this.claimsExpired = new Counter({
+      name: 'content_claims_expired_total',
+      help: 'Claims on an upload (a part write, an assembly, the completion) taken over after their lease ran out: their holder died or stalled',
+      labelNames: ['claim'],
+      registers,
+    });
+    // Every kind shown from the start, so that a rule's increase() sees the first takeover.
+    for (const claim of ['write', 'assembly', 'completion']) this.claimsExpired.inc({ claim }, 0);
   }
 }

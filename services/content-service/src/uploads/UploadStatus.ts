@@ -5,7 +5,7 @@ import { mergeRanges, type ByteRange } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';
 import type { UploadCompletion } from './UploadCompletion';
 import type { UploadContext } from './UploadContext';
-import { claimRemainingWork } from './WorkClaims';
+import { claimRemainingWork, countTakeovers } from './WorkClaims';
 
 /** What downloads need of the uploads, on their miss path (no object yet): the upload, what it received, and a repair. */
 export interface UploadStatusReader {
@@ -68,6 +68,7 @@ export class UploadStatus implements UploadStatusReader {
       claimRemainingWork(view, record.total, clock(), leases, holder),
     );
     if (!work) return false;
+    countTakeovers(this.ctx.metrics, work.takenOver);
     try {
       return await this.completion.run(record, { ...work, replaced: undefined }, holder);
     } catch (error) {

@@ -2,7 +2,11 @@ import type { BookView } from './BookCommits';
 import type { Piece, UploadState } from '../store/UploadBook';
 import { covers } from './ByteRanges';
 import { PartGrid, partKey } from './PartGrid';
+import type { UploadMetrics } from './UploadMetrics';
 import { isBeingWritten, isStale, type Leases } from './WriteAdmission';
+
+/** A claim on an upload's work: a part write, a part's assembly, or the completion. */
+export type ClaimKind = 'write' | 'assembly' | 'completion';
 
 export interface Assembly {
   k: number;
@@ -22,6 +26,13 @@ export interface Work {
   gone?: boolean;
   /** Every byte of the content is received (each part stored, or covered by staged pieces): it completes once assembled. */
   allReceived?: boolean;
+  /** Claims of others this commit took over because they had outlived their lease (their holder died or stalled). */
+  takenOver?: ClaimKind[];
+}
+
+/** Counts, once its commit is applied, the claims it took over past their lease (content_claims_expired_total). */
+export function countTakeovers(metrics: UploadMetrics, takenOver: ClaimKind[] | undefined): void {
+  for (const claim of takenOver ?? []) metrics.claimsExpired.inc({ claim });
 }
 
 /**
@@ -37,6 +48,7 @@ export async function claimWork(
   holder?: string,
 ): Promise<Work> {
   const assemblies: Assembly[] = [];
+  const takenOver: ClaimKind[] = [];
   for (const k of candidates) {
     const part = await view.part(k);
     // The state's part list says what is stored (a part's own flag may lag after a half-written commit).
@@ -50,12 +62,17 @@ export async function claimWork(
     if (total !== null && start >= total) continue;
     if (!covers(part.pieces, { a: start, b: end }) || part.pieces.some((p) => p.kind !== 'staged')) continue;
     (view.state.covered ??= {})[partKey(k)] = true;
+    // Here a claim still on the part is past its lease (checked above).
+    if (part.assembling) takenOver.push('assembly');
+    if (part.writing) takenOver.push('write');
     part.assembling = now;
     if (holder !== undefined) part.assemblingBy = holder;
     assemblies.push({ k, pieces: part.pieces });
   }
-  const complete = assemblies.length === 0 && claimCompletion(view.state, total, now, leases, holder);
-  return { assemblies, complete, total, allReceived: allReceived(view.state, total) };
+  const complete = assemblies.length === 0 && claimCompletion(view.state, total, now, leases, holder, takenOver);
+  const work: Work = { assemblies, complete, total, allReceived: allReceived(view.state, total) };
+  if (takenOver.length > 0) work.takenOver = takenOver;
+  return work;
 }
 
 /** Whether every part of the content is stored, or covered by staged pieces (its assembly claimed at least once). */
@@ -87,13 +104,17 @@ export async function claimRemainingWork(
   return claimWork(view, total, candidates, now, leases, holder);
 }
 
-/** Sets `completing` when every part is stored, nobody else completes and no removal is decided; true for the claimant. */
+/**
+ * Sets `completing` when every part is stored, nobody else completes and no removal is decided; true
+ * for the claimant. A completion claim past its lease that it takes over is added to `takenOver`.
+ */
 export function claimCompletion(
   state: UploadState,
   total: number | null,
   now: Date,
   leases: Leases,
   holder?: string,
+  takenOver?: ClaimKind[],
 ): boolean {
   if (total === null || total === 0 || state.expiring) return false;
   if (state.completing && !isStale(state.completing, leases.completionLeaseMs, now)) return false;
@@ -103,6 +124,7 @@ export function claimCompletion(
     const size = PartGrid.partRange(k, total).end - PartGrid.partRange(k, total).start + 1;
     if (!stored || stored.size !== size) return false;
   }
+  if (state.completing) takenOver?.push('completion');
   state.completing = now;
   if (holder !== undefined) state.completingBy = holder;
   return true;
