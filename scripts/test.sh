@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/bootstrap.sh
 bash deploy/local/backing-servers.sh start
+# Debian's Prometheus, which test-e2e/prometheus.e2e.test.ts runs against the stack (when missing).
+bash deploy/checks/install-tools.sh prometheus
 eval "$(bash deploy/local/backing-servers.sh env)"
 exec pnpm exec jest --ci "$@"

@@ -4,7 +4,8 @@
 #   kustomize      `kubectl kustomize` when kubectl is there; else kustomize v5 built from the Go proxy
 #   kubectl-validate  sigs.k8s.io/kubectl-validate v0.0.4 (Kubernetes schemas built in, no cluster)
 #   chromium       Debian's package, for the /docs page test (skipped with --no-chromium)
-#   promtool       Debian's package prometheus, for the alert rules' checks and unit tests
+#   promtool       Debian's package prometheus, for the alert rules' checks and unit tests (and
+#                  the Prometheus server test-e2e/prometheus.e2e.test.ts runs: `install-tools.sh prometheus`)
 # and, into $HOME/.cache/content-platform/crds, the CustomResourceDefinitions the manifests use, so
 # that kubectl-validate checks those objects offline too (list below: each file pinned by version
 # and SHA-256). They are files of the projects' own Go modules, fetched with `go mod download`
@@ -105,7 +106,7 @@ install_chromium() {
 # promtool checks and unit-tests the alert rules (deploy/test/monitoring.test.ts): Debian's
 # prometheus package ships it. Its postinst may start a Prometheus server: stopped, never used.
 install_promtool() {
-  command -v promtool >/dev/null 2>&1 && return
+  command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return
   log "installing promtool (Debian package prometheus)"
   apt_install prometheus
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
@@ -113,6 +114,10 @@ install_promtool() {
     $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
   fi
 }
+
+# `install-tools.sh prometheus`: Prometheus and promtool alone (scripts/test.sh, for
+# test-e2e/prometheus.e2e.test.ts).
+if [ "${1:-}" = "prometheus" ]; then install_promtool; exit 0; fi
 
 install_kustomize
 install_kubectl_validate
