@@ -1,6 +1,6 @@
 // How the content API and sign-in hold up as the stores fill, against the S3 server straight, in one run.
 //   pnpm bench scale [--contents 20000] [--concurrency 32] [--seconds 8] [--owners 1]
-//                    [--users 10000] [--sessions 100000] [--signin-concurrency 8]
+//                    [--users 10000] [--sessions 100000] [--signin-concurrency 8] [--traced]
 // 1. Seeds contents of 10 KiB through the gateway (one-shot POST, 32 in flight) up to 1,000, measures,
 //    seeds on up to --contents, measures again. Each measurement: one-shot POST, GET and HEAD of a
 //    random stored content through the gateway, and PutObject, GetObject and HeadObject of the same
@@ -12,6 +12,10 @@
 //    of the sessions in the sid cache as sign-in does, then measures certificate sign-in, refresh
 //    of a random stored session and a content GET authorised by the auth.sid of a random held
 //    session and of one not held (with a Bearer GET at the same concurrency for reference).
+// With --traced, a second stack of the same services on the same bucket and databases (a replica
+// set of its own) traces every request (OTEL_TRACES_SAMPLER=always_on, spans sent as OTLP/HTTP JSON
+// to a receiver in this process that reads and drops them): at each point its POST, GET and HEAD
+// run right after the untraced stack's, and the summary sets their CPU per request side by side.
 // Every phase also reports the CPU time each process spent per request (utime + stime from
 // /proc/<pid>/stat). The S3, MongoDB-compatible and Redis servers are shared with whatever else runs
 // on the machine: their CPU includes any other user's load (the idle rates printed first tell).
@@ -45,7 +49,7 @@ const {
 const { purgeStackData } = require('../tools/devstack/purge');
 
 const USAGE =
-  'usage: pnpm bench scale [--contents 20000] [--concurrency 32] [--seconds 8] [--owners 1] [--users 10000] [--sessions 100000] [--signin-concurrency 8]';
+  'usage: pnpm bench scale [--contents 20000] [--concurrency 32] [--seconds 8] [--owners 1] [--users 10000] [--sessions 100000] [--signin-concurrency 8] [--traced]';
 const args = benchArgs();
 const num = (name, fallback) => {
   const value = Number(args[name] ?? fallback);
@@ -56,7 +60,7 @@ function usage(problem) {
   process.stderr.write(`${problem ? `bench scale: ${problem}\n` : ''}${USAGE}\n`);
   process.exit(problem ? 2 : 0);
 }
-const KNOWN = ['contents', 'concurrency', 'seconds', 'owners', 'users', 'sessions', 'signin-concurrency'];
+const KNOWN = ['contents', 'concurrency', 'seconds', 'owners', 'users', 'sessions', 'signin-concurrency', 'traced'];
 if ('help' in args) usage();
 for (const name of Object.keys(args)) if (!KNOWN.includes(name)) usage(`unknown option --${name}`);
 const CONTENTS = num('contents', 20000);
@@ -66,6 +70,8 @@ const OWNERS = num('owners', 1);
 const USERS = num('users', 10000);
 const SESSIONS = num('sessions', 100000);
 const SIGNIN_CONCURRENCY = num('signin-concurrency', 8);
+const TRACED = 'traced' in args;
+if (TRACED && args.traced !== undefined) usage('--traced takes no value');
 const FIRST_POINT = 1000;
 const WARM_UP_CONTENTS = 100;
 const WARM_UP_SECONDS = 3;
@@ -184,6 +190,17 @@ async function main() {
       `${USERS} users, ${SESSIONS} sessions, sign-in phases at ${SIGNIN_CONCURRENCY} in flight`,
   );
   const stack = await startStack({ prefix, env: { LOG_LEVEL: 'warn' } });
+  // The traced stack: the same prefix, so the same bucket and databases, as replicas would share them.
+  const sink = TRACED ? await spanSink() : null;
+  const traced = TRACED
+    ? await startStack({
+        prefix,
+        env: { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: 'always_on' },
+      }).catch(async (error) => {
+        await stack.stop();
+        throw error;
+      })
+    : null;
   const s3Bucket = `${prefix}-contents`; // tools/devstack/stack.js: the content-service's bucket
   const gwAgent = new http.Agent({
     keepAlive: true,
@@ -199,6 +216,8 @@ async function main() {
     cleaned = true;
     const t = performance.now();
     await stack.stop();
+    await traced?.stop();
+    sink?.close();
     // purgeStackData deletes objects one by one; the bulk of them go here in batches of 1,000 first.
     const keys = [...contents.map((c) => contentKey(c.owner, c.id)), ...directKeys];
     let next = 0;
@@ -332,6 +351,42 @@ async function main() {
     };
 
     const randomContent = (upTo) => contents[Math.floor(Math.random() * upTo)];
+    const tgw = traced?.gatewayUrl;
+    const tracedOps = (upTo) => ({
+      'GET traced': async () => {
+        const c = randomContent(upTo);
+        const res = await request('GET', `${tgw}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts);
+        check(res, 200, 'GET traced');
+        if (res.bytes !== SIZE) throw new Error(`GET returned ${res.bytes} bytes`);
+      },
+      'HEAD traced': async () => {
+        const c = randomContent(upTo);
+        check(await request('HEAD', `${tgw}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts), 200, 'HEAD traced');
+      },
+      'POST traced': async () => {
+        const owner = pickOwner();
+        const res = await request('POST', `${tgw}/v1/${owner}/contents`, bearer, body, { agent: gwAgent, keep: true });
+        check(res, 201, 'POST traced');
+        contents.push({ owner, id: JSON.parse(res.body).id });
+      },
+    });
+    // The traced stack's gateway and content-service stand in for the untraced ones while its phases run.
+    const tracedProcesses = traced && {
+      gateway: { pid: traced.services.find((x) => x.name === 'gateway').pid, label: 'gateway (traced)' },
+      content: {
+        pid: traced.services.find((x) => x.name === 'content-service').pid,
+        label: 'content-service (traced)',
+      },
+    };
+    const tracedPhase = async (label, op, options) => {
+      const untraced = processes;
+      processes = { ...processes, ...tracedProcesses };
+      try {
+        return await phase(label, op, options);
+      } finally {
+        processes = untraced;
+      }
+    };
     const ops = (upTo) => ({
       'GET gateway': async () => {
         const c = randomContent(upTo);
@@ -383,6 +438,16 @@ async function main() {
       for (const name of ['GET gateway', 'GetObject S3', 'HEAD gateway', 'HeadObject S3', 'PutObject S3'])
         await forDuration(CONCURRENCY, WARM_UP_SECONDS, o[name]);
       await forDuration(CONCURRENCY, WARM_UP_SECONDS, post, FIRST_POINT - 2 * WARM_UP_CONTENTS);
+      if (traced) {
+        const t = tracedOps(WARM_UP_CONTENTS);
+        for (const name of ['GET traced', 'HEAD traced']) await forDuration(CONCURRENCY, WARM_UP_SECONDS, t[name]);
+        await forDuration(
+          CONCURRENCY,
+          WARM_UP_SECONDS,
+          t['POST traced'],
+          Math.max(0, FIRST_POINT - contents.length - 50),
+        );
+      }
     }
     const points = [];
     for (const target of [...new Set([FIRST_POINT, CONTENTS])]) {
@@ -402,11 +467,19 @@ async function main() {
           );
         });
       log(`\nat ${stored} stored contents (${CONCURRENCY} in flight, ${SECONDS} s each; reads first, then writes):`);
-      const point = { stored, rows: {} };
-      // Gateway and S3 back to back, reads before writes.
-      for (const [, gwName, s3Name] of PAIRS) {
+      const point = { stored, rows: {}, traced: {} };
+      const t = traced && tracedOps(stored);
+      // Gateway and S3 back to back, reads before writes; the traced stack right after the untraced
+      // one at the first point, right before it at the next (neither always meets a warmer machine).
+      const tracedFirst = points.length % 2 === 1;
+      for (const [op, gwName, s3Name] of PAIRS) {
+        const tracedRun = async () => {
+          if (t) point.traced[op] = await tracedPhase(`${op} traced @${stored}`, t[`${op} traced`], { point: stored });
+        };
+        if (tracedFirst) await tracedRun();
         for (const name of [gwName, s3Name])
           point.rows[name] = await phase(`${name} @${stored}`, o[name], { point: stored });
+        if (!tracedFirst) await tracedRun();
       }
       point.after = contents.length;
       points.push(point);
@@ -597,6 +670,7 @@ async function main() {
       idle,
       pairs: PAIRS,
       unfinishedRows,
+      spanBytes: sink?.bytes(),
     });
   } finally {
     await cleanup();
@@ -841,6 +915,17 @@ async function seedSignIn(stack, owners) {
   return { apiKey, users, sessions, pkcs8: new Uint8Array(userKey.privateKey).buffer, timing, written };
 }
 
+/** Where the traced stack sends its spans: read, counted and dropped. */
+async function spanSink() {
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (c) => (bytes += c.length));
+    req.on('end', () => res.end('{}'));
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}`, bytes: () => bytes, close: () => server.close() };
+}
+
 function summary({
   points,
   seeding,
@@ -853,6 +938,7 @@ function summary({
   idle,
   pairs,
   unfinishedRows,
+  spanBytes,
 }) {
   const names = Object.keys(processes);
   const ratio = (a, b) => (a === undefined || b === undefined || !b ? 'n/a' : (a / b).toFixed(2));
@@ -895,6 +981,32 @@ function summary({
     }
   } else {
     log(`\n(--contents ${CONTENTS} is the first point: no later point to compare with)`);
+  }
+
+  if (spanBytes !== undefined) {
+    log(
+      `\ntracing: CPU-ms per request of the gateway + the content-service, untraced stack against the one tracing every request (${(spanBytes / 1e6).toFixed(1)} MB of span JSON received):`,
+    );
+    const tw = [22, 9, 9, 9, 9, 9];
+    log(line(['', 'off rate/s', 'on rate/s', 'off CPU', 'on CPU', 'on / off'], tw));
+    const both = (r) => r.cpu.gateway + r.cpu.content;
+    for (const p of points)
+      for (const [op, gwName] of pairs) {
+        const [off, on] = [p.rows[gwName], p.traced[op]];
+        log(
+          line(
+            [
+              `${op} @${p.stored}`,
+              fmt(off.rate, 1),
+              fmt(on.rate, 1),
+              fmt(both(off)),
+              fmt(both(on)),
+              ratio(both(on), both(off)),
+            ],
+            tw,
+          ),
+        );
+      }
   }
 
   const [few, many] = Object.keys(unfinishedRows).map(Number);
