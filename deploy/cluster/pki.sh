@@ -22,7 +22,7 @@ make_pki() {
   ca front-proxy-ca content-platform-cluster-front-proxy-ca
   cert apiserver ca "/CN=kube-apiserver" \
     "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP,IP:$API_SERVICE_IP"
-  cert apiserver-kubelet-client ca "/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client"
+  cert apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client"
   cert admin ca "/O=system:masters/CN=cluster-admin"
   cert controller-manager ca "/CN=system:kube-controller-manager"
   cert scheduler ca "/CN=system:kube-scheduler"
