@@ -564,7 +564,11 @@ check('kubectl drain respects the PodDisruptionBudgets: the eviction past maxUna
   );
   const drainSeconds = (Date.now() - t) / 1000;
   kubectl(['uncordon', node]);
-  const refused = [...new Set((drain.err.match(/evict pod [\w/-]+/g) || []).map((m) => m.split(' ').pop().replace(/^content-platform\//, '').replace(/-[a-z0-9]+-[a-z0-9]+$/, '')))];
+  // kubectl: error when evicting pods/"NAME" -n "NS" (will retry after 5s): Cannot evict pod as it
+  // would violate the pod's disruption budget.
+  const refused = [
+    ...new Set([...drain.err.matchAll(/evicting pods\/"([^"]+)"/g)].map((m) => m[1].replace(/-[a-z0-9]+-[a-z0-9]+$/, ''))),
+  ];
   const evicted = (drain.out.match(/evicted/g) || []).length;
   const budget = /disruption budget/i.test(drain.err);
   console.log(
