@@ -102,7 +102,12 @@ function call(method, urlPath, { headers = {}, body } = {}) {
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
           const data = Buffer.concat(chunks);
-          resolve({ status: res.statusCode, headers: res.headers, body: data, json: () => JSON.parse(data.toString()) });
+          resolve({
+            status: res.statusCode,
+            headers: res.headers,
+            body: data,
+            json: () => JSON.parse(data.toString()),
+          });
         });
         res.on('error', reject);
       },
@@ -163,84 +168,121 @@ function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
 
-check('every Deployment rolls out; every pod runs as uid 1000 on a read-only root filesystem and passes its probes', async () => {
-  const t = Date.now();
-  for (const d of [...SERVICES, ...BACKING]) k(['rollout', 'status', `deployment/${d}`, '--timeout=300s']);
-  console.log(`    ${SERVICES.length + BACKING.length} Deployments rolled out (${((Date.now() - t) / 1000).toFixed(1)} s)`);
-  for (const s of SERVICES) {
-    const pods = podsOf(s);
-    assert(pods.length >= 1, `${s}: no running pod`);
-    for (const pod of pods) {
-      const name = pod.metadata.name;
-      const c = pod.spec.containers[0];
-      const status = pod.status.containerStatuses[0];
-      const ready = pod.status.conditions.find((x) => x.type === 'Ready')?.status === 'True';
-      assert(ready && status.ready && status.started, `${name}: not ready (${JSON.stringify(status.state)})`);
-      assert(c.startupProbe && c.livenessProbe && c.readinessProbe, `${name}: a probe is missing`);
-      assert(c.securityContext?.readOnlyRootFilesystem === true, `${name}: root filesystem not read-only`);
-      const uid = uidOf(containerPid(pod));
-      assert(uid === '1000', `${name}: its process runs as uid ${uid}`);
-      const write = k(['exec', name, '--', 'sh', '-c', 'touch /probe'], { check: false });
-      assert(write.code !== 0 && /read-only/i.test(write.err), `${name}: / is writable (${write.err})`);
-      k(['exec', name, '--', 'sh', '-c', 'touch /tmp/probe && rm /tmp/probe']);
-      console.log(
-        `    ${name}: uid ${uid}, / read-only, /tmp writable, startup/liveness/readiness passed, ${status.restartCount} restarts`,
-      );
+check(
+  'every Deployment rolls out; every pod runs as uid 1000 on a read-only root filesystem and passes its probes',
+  async () => {
+    const t = Date.now();
+    for (const d of [...SERVICES, ...BACKING]) k(['rollout', 'status', `deployment/${d}`, '--timeout=300s']);
+    console.log(
+      `    ${SERVICES.length + BACKING.length} Deployments rolled out (${((Date.now() - t) / 1000).toFixed(1)} s)`,
+    );
+    for (const s of SERVICES) {
+      const pods = podsOf(s);
+      assert(pods.length >= 1, `${s}: no running pod`);
+      for (const pod of pods) {
+        const name = pod.metadata.name;
+        const c = pod.spec.containers[0];
+        const status = pod.status.containerStatuses[0];
+        const ready = pod.status.conditions.find((x) => x.type === 'Ready')?.status === 'True';
+        assert(ready && status.ready && status.started, `${name}: not ready (${JSON.stringify(status.state)})`);
+        assert(c.startupProbe && c.livenessProbe && c.readinessProbe, `${name}: a probe is missing`);
+        assert(c.securityContext?.readOnlyRootFilesystem === true, `${name}: root filesystem not read-only`);
+        const uid = uidOf(containerPid(pod));
+        assert(uid === '1000', `${name}: its process runs as uid ${uid}`);
+        const write = k(['exec', name, '--', 'sh', '-c', 'touch /probe'], { check: false });
+        assert(write.code !== 0 && /read-only/i.test(write.err), `${name}: / is writable (${write.err})`);
+        k(['exec', name, '--', 'sh', '-c', 'touch /tmp/probe && rm /tmp/probe']);
+        console.log(
+          `    ${name}: uid ${uid}, / read-only, /tmp writable, startup/liveness/readiness passed, ${status.restartCount} restarts`,
+        );
+      }
     }
-  }
-});
+  },
+);
 
-check('through the edge over HTTPS: a certificate sign-in (authenticate-by-cert, approve-cert) and a refresh', async () => {
-  edgeAgent();
-  const health = await call('GET', '/healthz');
-  assert(health.status === 200, `GET /healthz through the edge answered ${health.status}`);
-  // A CA of the suite's own, trusted by the auth-service's admin command run in its pod.
-  const ca = path.join(work, 'ca');
-  openssl(
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-days', '2', '-subj', '/CN=Cluster suite CA']
-      .concat(['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'])
-      .concat(['-keyout', `${ca}.key`, '-out', `${ca}.pem`]),
-  );
-  const user = path.join(work, 'user');
-  openssl(['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=cluster-user', '-keyout', `${user}.key`, '-out', `${user}.csr`]);
-  openssl(['x509', '-req', '-in', `${user}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial']
-    .concat(['-days', '2', '-sha256', '-out', `${user}.pem`]));
-  const admin = (args, input) =>
-    k(['exec', '-i', 'deployment/auth-service', '--', 'node', 'dist/admin/cli.js', ...args], { input }).out;
-  admin(['trust', 'add', '--cert', '/dev/stdin'], fs.readFileSync(`${ca}.pem`, 'utf8'));
-  const owner = randomUUID();
-  admin(['user', 'add', '--user', randomUUID(), '--owner', owner, '--cert', '/dev/stdin'], fs.readFileSync(`${user}.pem`, 'utf8'));
-  ctx.apiKey = admin(['apikey', 'create', '--label', 'cluster-suite']).split('\n').pop().trim();
-  ctx.user = user;
-  ctx.owner = owner;
+check(
+  'through the edge over HTTPS: a certificate sign-in (authenticate-by-cert, approve-cert) and a refresh',
+  async () => {
+    edgeAgent();
+    const health = await call('GET', '/healthz');
+    assert(health.status === 200, `GET /healthz through the edge answered ${health.status}`);
+    // A CA of the suite's own, trusted by the auth-service's admin command run in its pod.
+    const ca = path.join(work, 'ca');
+    openssl(
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-sha256', '-days', '2', '-subj', '/CN=Cluster suite CA']
+        .concat(['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'])
+        .concat(['-keyout', `${ca}.key`, '-out', `${ca}.pem`]),
+    );
+    const user = path.join(work, 'user');
+    openssl([
+      'req',
+      '-new',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=cluster-user',
+      '-keyout',
+      `${user}.key`,
+      '-out',
+      `${user}.csr`,
+    ]);
+    openssl(
+      ['x509', '-req', '-in', `${user}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-CAcreateserial'].concat([
+        '-days',
+        '2',
+        '-sha256',
+        '-out',
+        `${user}.pem`,
+      ]),
+    );
+    const admin = (args, input) =>
+      k(['exec', '-i', 'deployment/auth-service', '--', 'node', 'dist/admin/cli.js', ...args], { input }).out;
+    admin(['trust', 'add', '--cert', '/dev/stdin'], fs.readFileSync(`${ca}.pem`, 'utf8'));
+    const owner = randomUUID();
+    admin(
+      ['user', 'add', '--user', randomUUID(), '--owner', owner, '--cert', '/dev/stdin'],
+      fs.readFileSync(`${user}.pem`, 'utf8'),
+    );
+    ctx.apiKey = admin(['apikey', 'create', '--label', 'cluster-suite']).split('\n').pop().trim();
+    ctx.user = user;
+    ctx.owner = owner;
 
-  const t = Date.now();
-  const first = await signIn();
-  const refreshed = await call(
-    'POST',
-    `/sessions/v5.13/sessions/refresh?auth.sid=${first.Sid}&refresh-token=${first.RefreshToken}&api-key=${encodeURIComponent(ctx.apiKey)}`,
-  );
-  assert(refreshed.status === 200, `refresh answered ${refreshed.status}: ${refreshed.body}`);
-  const pair = refreshed.json();
-  assert(pair.Sid && pair.Sid !== first.Sid, 'refresh gave no new sid');
-  const list = await call('GET', `${contentUrl(owner)}?limit=1`, { headers: { authorization: `auth.sid ${pair.Sid}` } });
-  assert(list.status === 200, `GET with the new sid answered ${list.status}`);
-  const old = await call('GET', `${contentUrl(owner)}?limit=1`, { headers: { authorization: `auth.sid ${first.Sid}` } });
-  assert(old.status === 401, `GET with the refreshed-away sid answered ${old.status}`);
-  ctx.sid = { authorization: `auth.sid ${pair.Sid}` };
-  ctx.bearer = {
-    authorization: `Bearer ${await new DevKeys(path.join(ROOT, '.local', 'dev-keys')).mint({ owners: [owner], ttlSeconds: 7200 })}`,
-  };
-  const socket = await new Promise((resolve, reject) => {
-    const s = require('node:tls').connect({ host: EDGE.hostname, port: Number(EDGE.port), servername: EDGE_HOST, ca: agent.options.ca }, () => resolve(s));
-    s.on('error', reject);
-  });
-  const peer = socket.getPeerCertificate();
-  console.log(
-    `    ${socket.getProtocol()} to ${EDGE_HOST} (certificate ${peer.subject.CN}, verified against the generated one); sign-in and refresh in ${Date.now() - t} ms; the old sid answers 401`,
-  );
-  socket.end();
-});
+    const t = Date.now();
+    const first = await signIn();
+    const refreshed = await call(
+      'POST',
+      `/sessions/v5.13/sessions/refresh?auth.sid=${first.Sid}&refresh-token=${first.RefreshToken}&api-key=${encodeURIComponent(ctx.apiKey)}`,
+    );
+    assert(refreshed.status === 200, `refresh answered ${refreshed.status}: ${refreshed.body}`);
+    const pair = refreshed.json();
+    assert(pair.Sid && pair.Sid !== first.Sid, 'refresh gave no new sid');
+    const list = await call('GET', `${contentUrl(owner)}?limit=1`, {
+      headers: { authorization: `auth.sid ${pair.Sid}` },
+    });
+    assert(list.status === 200, `GET with the new sid answered ${list.status}`);
+    const old = await call('GET', `${contentUrl(owner)}?limit=1`, {
+      headers: { authorization: `auth.sid ${first.Sid}` },
+    });
+    assert(old.status === 401, `GET with the refreshed-away sid answered ${old.status}`);
+    ctx.sid = { authorization: `auth.sid ${pair.Sid}` };
+    ctx.bearer = {
+      authorization: `Bearer ${await new DevKeys(path.join(ROOT, '.local', 'dev-keys')).mint({ owners: [owner], ttlSeconds: 7200 })}`,
+    };
+    const socket = await new Promise((resolve, reject) => {
+      const s = require('node:tls').connect(
+        { host: EDGE.hostname, port: Number(EDGE.port), servername: EDGE_HOST, ca: agent.options.ca },
+        () => resolve(s),
+      );
+      s.on('error', reject);
+    });
+    const peer = socket.getPeerCertificate();
+    console.log(
+      `    ${socket.getProtocol()} to ${EDGE_HOST} (certificate ${peer.subject.CN}, verified against the generated one); sign-in and refresh in ${Date.now() - t} ms; the old sid answers 401`,
+    );
+    socket.end();
+  },
+);
 
 /** authenticate-by-cert, the rnd decrypted by openssl cms, approve-cert: the session's pair. */
 async function signIn() {
@@ -279,9 +321,14 @@ check('through the edge: a content in parts out of order, then a ranged download
     assert(r.json()['is-completed'] === last, `PUT ${s}-${e - 1}: is-completed ${r.json()['is-completed']}`);
   }
   const upMs = Date.now() - t;
-  const ranged = await call('GET', contentUrl(ctx.owner, id), { headers: { ...ctx.sid, range: 'bytes=1000000-3000000' } });
+  const ranged = await call('GET', contentUrl(ctx.owner, id), {
+    headers: { ...ctx.sid, range: 'bytes=1000000-3000000' },
+  });
   assert(ranged.status === 206, `ranged GET answered ${ranged.status}`);
-  assert(ranged.headers['content-range'] === `bytes 1000000-3000000/${data.length}`, `Content-Range ${ranged.headers['content-range']}`);
+  assert(
+    ranged.headers['content-range'] === `bytes 1000000-3000000/${data.length}`,
+    `Content-Range ${ranged.headers['content-range']}`,
+  );
   assert(ranged.body.equals(data.subarray(1000000, 3000001)), 'the range read back differs');
   // The whole content's digest, in the algorithm the server names (S3's CRC64NVME for a content
   // stored in parts, SHA-256 for one sent whole).
@@ -302,8 +349,20 @@ const patchHpa = (name, spec) => k(['patch', 'hpa', name, '--type', 'merge', '-p
 check('under load, the content-service autoscaler scales out to 2 replicas and back in', async () => {
   // The manifests' scale-down waits 300 s of lower load; the suite shortens that wait to 30 s.
   patchHpa('content-service', { minReplicas: 1, behavior: { scaleDown: { stabilizationWindowSeconds: 30 } } });
-  await waitFor('content-service at 1 replica', () => readyReplicas('content-service') === 1 && podsOf('content-service').length === 1, 240_000, 2000);
-  await waitFor('metrics for content-service', () => /cpu/.test(k(['get', 'hpa', 'content-service'], { check: false }).out) && !/unknown/.test(k(['get', 'hpa', 'content-service']).out), 120_000, 2000);
+  await waitFor(
+    'content-service at 1 replica',
+    () => readyReplicas('content-service') === 1 && podsOf('content-service').length === 1,
+    240_000,
+    2000,
+  );
+  await waitFor(
+    'metrics for content-service',
+    () =>
+      /cpu/.test(k(['get', 'hpa', 'content-service'], { check: false }).out) &&
+      !/unknown/.test(k(['get', 'hpa', 'content-service']).out),
+    120_000,
+    2000,
+  );
   const t = Date.now();
   let stop = false;
   let requests = 0;
@@ -316,7 +375,9 @@ check('under load, the content-service autoscaler scales out to 2 replicas and b
         requests++;
         if (r.status !== 201) failures++;
         else {
-          const got = await call('GET', contentUrl(ctx.owner, r.json().id), { headers: { ...ctx.bearer, range: 'bytes=0-4194303' } });
+          const got = await call('GET', contentUrl(ctx.owner, r.json().id), {
+            headers: { ...ctx.bearer, range: 'bytes=0-4194303' },
+          });
           requests++;
           if (got.status !== 206) failures++;
         }
@@ -335,10 +396,19 @@ check('under load, the content-service autoscaler scales out to 2 replicas and b
   const outSeconds = (Date.now() - t) / 1000;
   const hpaOut = k(['get', 'hpa', 'content-service']).out.split('\n').pop();
   const t2 = Date.now();
-  await waitFor('scale-in to 1 replica', () => getJson(['get', 'deployment', 'content-service']).spec.replicas === 1, 420_000, 2000);
+  await waitFor(
+    'scale-in to 1 replica',
+    () => getJson(['get', 'deployment', 'content-service']).spec.replicas === 1,
+    420_000,
+    2000,
+  );
   const inSeconds = (Date.now() - t2) / 1000;
-  console.log(`    load: ${requests} uploads of 8 MiB and ranged reads, ${failures} failed; ${hpaOut.replace(/\s+/g, ' ')}`);
-  console.log(`    scaled out to 2 replicas ${outSeconds.toFixed(0)} s after the load began; back to 1 ${inSeconds.toFixed(0)} s after it stopped (scale-down window 30 s)`);
+  console.log(
+    `    load: ${requests} uploads of 8 MiB and ranged reads, ${failures} failed; ${hpaOut.replace(/\s+/g, ' ')}`,
+  );
+  console.log(
+    `    scaled out to 2 replicas ${outSeconds.toFixed(0)} s after the load began; back to 1 ${inSeconds.toFixed(0)} s after it stopped (scale-down window 30 s)`,
+  );
   patchHpa('content-service', { behavior: { scaleDown: { stabilizationWindowSeconds: 300 } } });
   assert(failures === 0, `${failures} requests failed under load`);
 });
@@ -373,13 +443,21 @@ function traffic() {
     while (!stopping) {
       const data = randomBytes(4 * 256 * 1024);
       const parts = [2, 0, 3, 1].map((i) => [i * 256 * 1024, (i + 1) * 256 * 1024]);
-      const first = await req('upload POST', () => sendRange(ctx.owner, null, data, ...parts[0], ctx.bearer), (r) => r.status === 201);
+      const first = await req(
+        'upload POST',
+        () => sendRange(ctx.owner, null, data, ...parts[0], ctx.bearer),
+        (r) => r.status === 201,
+      );
       if (!first) continue;
       const id = first.json().id;
       let done = true;
       for (const [i, [s, e]] of parts.slice(1).entries()) {
         const last = i === parts.length - 2;
-        const r = await req('upload PUT', () => sendRange(ctx.owner, id, data, s, e, ctx.bearer), (x) => x.status === (last ? 201 : 200));
+        const r = await req(
+          'upload PUT',
+          () => sendRange(ctx.owner, id, data, s, e, ctx.bearer),
+          (x) => x.status === (last ? 201 : 200),
+        );
         if (!r) {
           done = false;
           break;
@@ -394,7 +472,11 @@ function traffic() {
   const downloader = async () => {
     while (!stopping) {
       const f = finished[Math.floor(Math.random() * finished.length)];
-      const r = await req('download', () => call('GET', contentUrl(ctx.owner, f.id), { headers: { ...ctx.bearer, range: 'bytes=0-65535' } }), (x) => x.status === 206);
+      const r = await req(
+        'download',
+        () => call('GET', contentUrl(ctx.owner, f.id), { headers: { ...ctx.bearer, range: 'bytes=0-65535' } }),
+        (x) => x.status === 206,
+      );
       if (r) stats.downloads++;
       await sleep(50);
     }
@@ -402,11 +484,23 @@ function traffic() {
   const signer = async () => {
     while (!stopping) {
       const at = Date.now();
-      const pair = await req('sign-in', async () => ({ status: 200, pair: await signIn() }), () => true);
+      const pair = await req(
+        'sign-in',
+        async () => ({ status: 200, pair: await signIn() }),
+        () => true,
+      );
       if (pair) {
         stats.requests++; // approve-cert
         const key = encodeURIComponent(ctx.apiKey);
-        const r = await req('refresh', () => call('POST', `/sessions/v5.13/sessions/refresh?auth.sid=${pair.pair.Sid}&refresh-token=${pair.pair.RefreshToken}&api-key=${key}`), (x) => x.status === 200);
+        const r = await req(
+          'refresh',
+          () =>
+            call(
+              'POST',
+              `/sessions/v5.13/sessions/refresh?auth.sid=${pair.pair.Sid}&refresh-token=${pair.pair.RefreshToken}&api-key=${key}`,
+            ),
+          (x) => x.status === 200,
+        );
         if (r) stats.signIns++;
       }
       while (!stopping && Date.now() - at < 8000) await sleep(200);
@@ -425,7 +519,12 @@ function traffic() {
 
 check('pods deleted and Deployments restarted under steady traffic: 0 failed requests, 0 contents lost', async () => {
   for (const s of SERVICES) patchHpa(s, { minReplicas: 2 });
-  await waitFor('2 ready replicas of each service', () => SERVICES.every((s) => readyReplicas(s) === 2 && podsOf(s).length === 2), 300_000, 2000);
+  await waitFor(
+    '2 ready replicas of each service',
+    () => SERVICES.every((s) => readyReplicas(s) === 2 && podsOf(s).length === 2),
+    300_000,
+    2000,
+  );
   const load = traffic();
   const events = [];
   const t0 = Date.now();
@@ -524,7 +623,10 @@ check('kill -9 of the content-service mid-64 MiB part: the upload completes with
     await sleep(500);
   }
   const recoveryMs = Date.now() - killedAt;
-  assert(completed?.status === 201 && completed.json()['is-completed'] === true, `the part answered ${completed?.status}`);
+  assert(
+    completed?.status === 201 && completed.json()['is-completed'] === true,
+    `the part answered ${completed?.status}`,
+  );
   const got = await call('GET', contentUrl(ctx.owner, id), { headers: ctx.bearer });
   assert(got.status === 200 && sha256(got.body) === sha256(data), 'the content read back differs');
   finished.push({ id, sha256: sha256(data) });
@@ -535,23 +637,61 @@ check('kill -9 of the content-service mid-64 MiB part: the upload completes with
   assert(recoveryMs <= RECOVERY_BOUND_MS, `recovered in ${recoveryMs} ms, over the 15 s bound`);
 });
 
-check('NetworkPolicy: a pod outside the allowed set reaches neither the auth-service nor a metrics port, if the network plugin enforces it', async () => {
-  // A throwaway pod in a namespace of its own, with the node image's sh and node.
-  const image = getJson(['get', 'deployment', 'gateway']).spec.template.spec.containers[0].image;
-  kubectl(['create', 'namespace', 'cluster-suite-outsider'], { check: false });
-  const probe = (target) =>
-    kubectl(['-n', 'cluster-suite-outsider', 'run', `probe-${randomBytes(3).toString('hex')}`, '--rm', '-i', '--restart=Never', '--quiet', `--image=${image}`, '--image-pull-policy=Never', '--overrides', JSON.stringify({ spec: { securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } }, containers: [{ name: 'p', image, imagePullPolicy: 'Never', command: ['node', '-e', `require('node:net').connect(${JSON.stringify(target)}).on('connect',()=>{console.log('open');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)});setTimeout(()=>{console.log('timeout');process.exit(0)},3000)`], securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }] } })], { check: false }).out;
-  const auth = probe({ host: `auth-service.${NS}.svc.cluster.local`, port: 80 });
-  const gatewayPod = podsOf('gateway')[0];
-  const metrics = probe({ host: gatewayPod.status.podIP, port: 9464 });
-  kubectl(['delete', 'namespace', 'cluster-suite-outsider', '--wait=false'], { check: false });
-  console.log(`    from another namespace: auth-service:80 ${auth}, gateway pod :9464 ${metrics}`);
-  if (/open/.test(auth) && /open/.test(metrics)) {
-    console.log('    not enforced: the network plugin (the CNI bridge) implements no NetworkPolicy; nothing more to check here');
-    return;
-  }
-  assert(!/open/.test(auth) && !/open/.test(metrics), 'the policies are enforced for one target but not the other');
-});
+check(
+  'NetworkPolicy: a pod outside the allowed set reaches neither the auth-service nor a metrics port, if the network plugin enforces it',
+  async () => {
+    // A throwaway pod in a namespace of its own, with the node image's sh and node.
+    const image = getJson(['get', 'deployment', 'gateway']).spec.template.spec.containers[0].image;
+    kubectl(['create', 'namespace', 'cluster-suite-outsider'], { check: false });
+    const probe = (target) =>
+      kubectl(
+        [
+          '-n',
+          'cluster-suite-outsider',
+          'run',
+          `probe-${randomBytes(3).toString('hex')}`,
+          '--rm',
+          '-i',
+          '--restart=Never',
+          '--quiet',
+          `--image=${image}`,
+          '--image-pull-policy=Never',
+          '--overrides',
+          JSON.stringify({
+            spec: {
+              securityContext: { runAsNonRoot: true, runAsUser: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+              containers: [
+                {
+                  name: 'p',
+                  image,
+                  imagePullPolicy: 'Never',
+                  command: [
+                    'node',
+                    '-e',
+                    `require('node:net').connect(${JSON.stringify(target)}).on('connect',()=>{console.log('open');process.exit(0)}).on('error',(e)=>{console.log(e.code);process.exit(0)});setTimeout(()=>{console.log('timeout');process.exit(0)},3000)`,
+                  ],
+                  securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+                },
+              ],
+            },
+          }),
+        ],
+        { check: false },
+      ).out;
+    const auth = probe({ host: `auth-service.${NS}.svc.cluster.local`, port: 80 });
+    const gatewayPod = podsOf('gateway')[0];
+    const metrics = probe({ host: gatewayPod.status.podIP, port: 9464 });
+    kubectl(['delete', 'namespace', 'cluster-suite-outsider', '--wait=false'], { check: false });
+    console.log(`    from another namespace: auth-service:80 ${auth}, gateway pod :9464 ${metrics}`);
+    if (/open/.test(auth) && /open/.test(metrics)) {
+      console.log(
+        '    not enforced: the network plugin (the CNI bridge) implements no NetworkPolicy; nothing more to check here',
+      );
+      return;
+    }
+    assert(!/open/.test(auth) && !/open/.test(metrics), 'the policies are enforced for one target but not the other');
+  },
+);
 
 check('kubectl drain respects the PodDisruptionBudgets: the eviction past maxUnavailable is refused', async () => {
   for (const s of SERVICES) patchHpa(s, { minReplicas: 2 });
@@ -559,7 +699,14 @@ check('kubectl drain respects the PodDisruptionBudgets: the eviction past maxUna
   const node = JSON.parse(kubectl(['get', 'nodes', '-o', 'json']).out).items[0].metadata.name;
   const t = Date.now();
   const drain = kubectl(
-    ['drain', node, '--pod-selector=app.kubernetes.io/part-of=content-platform', '--delete-emptydir-data', '--ignore-daemonsets', '--timeout=40s'],
+    [
+      'drain',
+      node,
+      '--pod-selector=app.kubernetes.io/part-of=content-platform',
+      '--delete-emptydir-data',
+      '--ignore-daemonsets',
+      '--timeout=40s',
+    ],
     { check: false },
   );
   const drainSeconds = (Date.now() - t) / 1000;
@@ -567,7 +714,9 @@ check('kubectl drain respects the PodDisruptionBudgets: the eviction past maxUna
   // kubectl: error when evicting pods/"NAME" -n "NS" (will retry after 5s): Cannot evict pod as it
   // would violate the pod's disruption budget.
   const refused = [
-    ...new Set([...drain.err.matchAll(/evicting pods\/"([^"]+)"/g)].map((m) => m[1].replace(/-[a-z0-9]+-[a-z0-9]+$/, ''))),
+    ...new Set(
+      [...drain.err.matchAll(/evicting pods\/"([^"]+)"/g)].map((m) => m[1].replace(/-[a-z0-9]+-[a-z0-9]+$/, '')),
+    ),
   ];
   const evicted = (drain.out.match(/evicted/g) || []).length;
   const budget = /disruption budget/i.test(drain.err);
@@ -579,7 +728,12 @@ check('kubectl drain respects the PodDisruptionBudgets: the eviction past maxUna
     const pdb = getJson(['get', 'pdb', s]);
     assert(pdb.status.disruptionsAllowed <= 1, `${s}: ${pdb.status.disruptionsAllowed} disruptions allowed`);
   }
-  await waitFor('the services back to 2 ready each', () => SERVICES.every((s) => readyReplicas(s) === 2), 300_000, 2000);
+  await waitFor(
+    'the services back to 2 ready each',
+    () => SERVICES.every((s) => readyReplicas(s) === 2),
+    300_000,
+    2000,
+  );
 });
 
 async function main() {
@@ -602,7 +756,8 @@ async function main() {
     }
   }
   // The autoscalers as the overlay sets them.
-  for (const s of SERVICES) k(['patch', 'hpa', s, '--type', 'merge', '-p', '{"spec":{"minReplicas":1}}'], { check: false });
+  for (const s of SERVICES)
+    k(['patch', 'hpa', s, '--type', 'merge', '-p', '{"spec":{"minReplicas":1}}'], { check: false });
   agent?.destroy();
   fs.rmSync(work, { recursive: true, force: true });
   console.log(`${passed} passed, ${failed} failed`);
