@@ -93,6 +93,12 @@ export class Outbox {
     );
   }
 
+  /** The intent of event `id` while it waits for its publication; null when there is none (published, dropped or never written). */
+  async pendingIntent(id: string): Promise<Intent | null> {
+    const value = await redisCommand<string | null>(this.redis, ['HGET', this.keys.intent, id]);
+    return value === null ? null : (JSON.parse(value) as Intent);
+  }
+
   /** Drops an intent whose fact did not happen. */
   async dropIntent(id: string): Promise<void> {
     await runScript(this.redis, FORGET, [this.keys.intents, this.keys.intent], [id]);

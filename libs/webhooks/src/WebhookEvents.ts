@@ -3,6 +3,7 @@ import { currentTraceparent } from '@cp/tracing';
 import { eventIdOf, type EventContent, type EventType, type WebhookEvent } from './events';
 import type { Intent, Outbox } from './Outbox';
 import type { SubscriberIndex } from './SubscriberIndex';
+import type { FactSeen } from './WebhookDispatcher';
 
 export interface WebhookEventsOptions {
   /** When an intent whose writer never published is first looked at (its fact checked). */
@@ -10,6 +11,8 @@ export interface WebhookEventsOptions {
   clock?: () => number;
   /** Called after each publication that made deliveries (the local dispatcher's wake-up). */
   onPublished?: () => void;
+  /** Whether an intent's fact happened, as the dispatcher checks it (for `settle`; nothing is settled without it). */
+  checkFact?: (intent: Intent) => Promise<FactSeen>;
 }
 
 /**
@@ -59,6 +62,26 @@ export class WebhookEvents {
         'could not publish an event; its intent is published when its fact is checked',
       );
     }
+  }
+
+  /**
+   * Publishes now the event of a fact whose intent is still waiting (its writer died, or could
+   * not publish), when the fact has happened. Called before a later fact would hide it: a
+   * content deleted before the dispatcher checked its completion would have that completion's
+   * event dropped as "never happened", although its client was told it completed. Throws when
+   * Redis or the check fails (the later fact must then wait).
+   */
+  async settle(type: EventType, owner: string, contentId: string): Promise<void> {
+    const check = this.options.checkFact;
+    if (!check || !this.index.mayHaveWebhooks(owner)) return;
+    const intent = await this.outbox.pendingIntent(eventIdOf(type, contentId));
+    if (!intent) return;
+    const seen = await check(intent);
+    if (!seen.happened) return;
+    const now = this.clock();
+    if ((await this.outbox.publish(eventOf(intent, seen.content, now), now, intent.trace)) > 0)
+      this.options.onPublished?.();
+    this.logger.info({ eventId: intent.id, type }, 'an unpublished event was published before a later fact');
   }
 }
 

@@ -77,6 +77,7 @@ export function startWebhooks(deps: {
   const events = new WebhookEvents(outbox, index, logger, {
     checkDelayMs: c.WEBHOOK_CHECK_SECONDS * 1000,
     onPublished: () => dispatcher.wake(),
+    checkFact: (intent) => facts.check(intent),
   });
   dispatcher.start();
   return { store, index, policy, events, dispatcher };

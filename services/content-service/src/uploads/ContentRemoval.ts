@@ -31,6 +31,10 @@ export class ContentRemoval {
       if (!record || record.ownerId !== ownerId) {
         const ready = await objects.head(key);
         if (!ready) throw ServiceError.of('contentNotFound', `there is no content ${id} of owner ${ownerId}`);
+        // A completion acknowledged by a later request than the one that completed it (which died,
+        // or lost S3 in between) may have its event unpublished: once the object is gone, the
+        // dispatcher's check would take that completion as never having happened.
+        await events.settle('content.completed', ownerId, id);
         const intent = await events.intend('content.deleted', ownerId, {
           id,
           size: ready.contentLength,
@@ -46,7 +50,9 @@ export class ContentRemoval {
         const intent = await events.intend('content.deleted', ownerId, { id, size: mark.total });
         await this.cleanup.discard(record);
         // A completion whose holder died after S3 completed the object (its claim ran out, so the
-        // mark was allowed): that object is this content too, and goes with it.
+        // mark was allowed): that object is this content too, and goes with it, after the event
+        // of its completion.
+        await events.settle('content.completed', ownerId, id);
         await objects.delete(key);
         await book.cleanupDone(id);
         await events.publish(intent);

@@ -31,7 +31,14 @@ export class LostUploads {
     const state = await book.state(record._id);
     if (state.completing && !isStale(state.completing, leases.completionLeaseMs, clock())) return;
     const shown = await objects.head(record.s3Key);
-    if (shown && shown.contentLength === (record.total ?? state.total)) await this.cleanup.afterCompletion(record._id);
+    if (!shown || shown.contentLength !== (record.total ?? state.total)) return;
+    await this.cleanup.afterCompletion(record._id);
+    // The retry is answered "completed" from here on: its event goes out now, not at the dispatcher's check.
+    await this.ctx.events
+      .settle('content.completed', record.ownerId, record._id)
+      .catch((error: unknown) =>
+        this.ctx.logger.warn({ contentId: record._id, err: error }, 'could not publish the event of a completion yet'),
+      );
   }
 
   /**

@@ -57,10 +57,19 @@ export interface FactContent {
 export interface ContentEvents {
   intend(fact: ContentFact, ownerId: string, content: FactContent): Promise<unknown>;
   publish(intent: unknown): Promise<void>;
+  /**
+   * Publishes now an event whose intent still waits, if its fact happened (checked now): before
+   * a fact that would hide it, as a deletion hides a completion. Throws when that cannot be known.
+   */
+  settle(fact: ContentFact, ownerId: string, contentId: string): Promise<void>;
 }
 
 /** No events (no webhooks configured, or a test without them). */
-export const NO_EVENTS: ContentEvents = { intend: async () => null, publish: async () => undefined };
+export const NO_EVENTS: ContentEvents = {
+  intend: async () => null,
+  publish: async () => undefined,
+  settle: async () => undefined,
+};
 
 /** What every unit of the upload machinery works with: the stores, the clock, the leases. */
 export interface UploadContext {

@@ -5,6 +5,7 @@ import { ObjectStore } from '../../src/store/ObjectStore';
 import { RedisUploadBook } from '../../src/store/RedisUploadBook';
 import type { UploadRecord } from '../../src/store/UploadBook';
 import { PartAssembler } from '../../src/uploads/PartAssembler';
+import type { ContentEvents } from '../../src/uploads/UploadContext';
 import { contentKey, UploadService, type Clock } from '../../src/uploads/UploadService';
 
 /** What a content is: a finished object in S3, an unfinished upload in the book, or nothing. */
@@ -69,7 +70,12 @@ export async function dropNamespace(redis: Redis, namespace: string): Promise<vo
  * keys), set up in a beforeAll registered here and closed afterwards: the returned object is
  * filled in by the time the suite's own hooks and tests run.
  */
-export function useRealStores(name: string, clock: Clock, uploadTtlMs = 60_000): RealStores {
+export function useRealStores(
+  name: string,
+  clock: Clock,
+  uploadTtlMs = 60_000,
+  options: { events?: (stores: RealStores) => ContentEvents } = {},
+): RealStores {
   const stores = {} as RealStores;
   const { prefix } = JSON.parse(process.env.CP_TEST_STACK!) as { prefix: string };
   const namespace = `${prefix}-${name}`;
@@ -89,6 +95,7 @@ export function useRealStores(name: string, clock: Clock, uploadTtlMs = 60_000):
         objects: stores.objects,
         assembler: new PartAssembler(stores.objects),
         logger: stores.logger,
+        ...(options.events ? { events: options.events(stores) } : {}),
       },
       { uploadTtlMs, completionLeaseMs: 60_000, assemblyLeaseMs: 60_000, clock },
     );
