@@ -3,7 +3,7 @@
 #   bash deploy/cluster/test.sh           brings the cluster up (up.sh) unless it is up, runs the
 #                                         suite, and takes down what it brought up
 #   CP_CLUSTER_KEEP=1 bash deploy/cluster/test.sh    leaves it running afterwards
-# Prints each stage's cost and, last, the suite's `N passed, N failed`.
+# Prints each stage's cost and, last, the suite's `N passed, N failed, N not checked`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 started=$(date +%s)
