@@ -10,7 +10,7 @@ export type MongoDriverErrors = Pick<
  * Whether an error of the driver says MongoDB does not answer: no server to select, a network
  * failure (MongoNetworkTimeoutError included, it extends MongoNetworkError), a client not
  * connected, or an operation's own deadline (MongoOperationTimeoutError): MongoDB is too slow to
- * serve now.
+ * serve now; and a socket the server ended under a command (see isDriverSocketEnded).
  *
  * Built from the driver the service imports itself (`mongoUnavailable(mongodb)`), the one
  * connectMongo loads (the workspace catalog pins a single version): service-kit loads the driver
@@ -23,5 +23,19 @@ export function mongoUnavailable(driver: MongoDriverErrors): (error: unknown) =>
     driver.MongoNotConnectedError,
     driver.MongoOperationTimeoutError,
   ];
-  return (error) => types.some((type) => error instanceof type);
+  return (error) => types.some((type) => error instanceof type) || isDriverSocketEnded(error);
+}
+
+/**
+ * Node's own error for a write to a socket the server closed (a MongoDB killed between two
+ * commands), which the driver lets through unwrapped from its `Connection.writeCommand`: code
+ * EPIPE or ECONNRESET, thrown from inside the driver's package.
+ */
+function isDriverSocketEnded(error: unknown): boolean {
+  const e = error as { code?: unknown; stack?: unknown } | null;
+  return (
+    (e?.code === 'EPIPE' || e?.code === 'ECONNRESET') &&
+    typeof e.stack === 'string' &&
+    /[/\\]node_modules[/\\]mongodb[/\\]/.test(e.stack)
+  );
 }

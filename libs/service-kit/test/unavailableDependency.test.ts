@@ -18,6 +18,22 @@ describe('unavailableDependency', () => {
     expect(unavailableDependency(lookalike, { database })).toBeNull();
   });
 
+  it("knows a socket MongoDB ended under a command, which the driver throws as Node's own EPIPE", () => {
+    // As a soak saw it when MongoDB was killed between two commands of a sign-in.
+    const ended = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' });
+    ended.stack = [
+      'Error: This socket has been ended by the other party',
+      '    at genericNodeError (node:internal/errors:983:15)',
+      '    at Socket.writeAfterFIN [as write] (node:net:576:14)',
+      '    at Connection.writeCommand (/srv/node_modules/.pnpm/mongodb@7.9.0/node_modules/mongodb/lib/cmap/connection.js:408:29)',
+    ].join('\n');
+    expect(unavailableDependency(ended, { database })).toBe('database');
+    // The same code from anywhere else is not the database's.
+    const elsewhere = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' });
+    elsewhere.stack = 'Error: write EPIPE\n    at afterWriteDispatched (node:internal/stream_base_commons:159:15)';
+    expect(unavailableDependency(elsewhere, { database })).toBeNull();
+  });
+
   it('knows Redis by the code CP_ERR_REDIS_UNAVAILABLE, whatever the class', () => {
     const down = Object.assign(new Error('redis did not answer in time'), { code: 'CP_ERR_REDIS_UNAVAILABLE' });
     expect(unavailableDependency(down)).toBe('cache');
