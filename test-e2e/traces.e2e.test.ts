@@ -59,7 +59,7 @@ describe('traces across the services', () => {
     await receiver.stop();
   });
 
-  /** The trace of one request: the one whose gateway SERVER span has its request id. */
+  /** The trace of one request: the one whose gateway SERVER span has its request id, once every span's parent has come. */
   const traceOf = async (res: Answer, expect: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> => {
     const reqId = res.headers.get('x-request-id')!;
     let traceId = '';
@@ -69,7 +69,11 @@ describe('traces across the services', () => {
           (s) => s.service === 'gateway' && s.kind === SPAN_KIND.server && s.attributes['cp.request_id'] === reqId,
         );
         traceId = root?.traceId ?? '';
-        return !!root && expect(receiver.trace(traceId));
+        if (!root) return false;
+        // Spans come in batches, a parent often after its children: wait for every parent named.
+        const trace = receiver.trace(traceId);
+        const ids = new Set(trace.map((s) => s.spanId));
+        return expect(trace) && trace.every((s) => s.parentSpanId === null || ids.has(s.parentSpanId));
       })
       .catch((error: Error) => {
         const seen = receiver.trace(traceId).map((s) => `${s.service}: ${s.name} ${JSON.stringify(s.attributes)}`);
