@@ -14,12 +14,18 @@ const { backingEnv, ROOT } = stack;
 
 /**
  * Starts the services like tools/devstack/stack.js. With CP_BENCH_PROFILE=<dir> in the environment, the
- * content-service and the gateway write V8 CPU profiles (.cpuprofile) into <dir> when they stop.
+ * content-service and the gateway write V8 CPU profiles (<name>-<prefix>.cpuprofile) into <dir> when they stop.
  */
 function startStack(opts = {}) {
   const dir = process.env.CP_BENCH_PROFILE;
   if (!dir) return stack.startStack(opts);
-  const profile = (name) => ['--cpu-prof', `--cpu-prof-dir=${path.resolve(dir)}`, `--cpu-prof-name=${name}.cpuprofile`];
+  // Named by the stack's prefix too, so that a benchmark of two stacks keeps both.
+  const tag = opts.prefix ? `-${opts.prefix}` : '';
+  const profile = (name) => [
+    '--cpu-prof',
+    `--cpu-prof-dir=${path.resolve(dir)}`,
+    `--cpu-prof-name=${name}${tag}.cpuprofile`,
+  ];
   return stack.startStack({
     ...opts,
     contentNodeArgs: profile('content-service'),

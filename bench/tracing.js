@@ -1,7 +1,10 @@
 // What tracing costs: two stacks in one run, one with tracing off (the default) and one with every
 // request traced (OTEL_TRACES_SAMPLER=always_on, spans sent as OTLP/HTTP JSON to a receiver in this
 // process that reads and drops them), measured in alternating rounds on the same small requests.
-//   pnpm bench tracing [--seconds 6] [--concurrency 16] [--rounds 3]
+//   pnpm bench tracing [--seconds 6] [--concurrency 16] [--rounds 3] [--async-context-frame]
+// With --async-context-frame, a third stack traces every request too, its services started with
+// Node.js's --experimental-async-context-frame (AsyncLocalStorage without async hooks, the default
+// from Node.js 24), measured in the same rounds.
 // For each stack and operation (one-shot POST of 10 KiB, GET and HEAD of a stored one, all by
 // Bearer token through the gateway): requests per second and the CPU time the gateway and the
 // content-service spent per request (utime + stime, /proc/<pid>/stat), the median of the rounds,
@@ -16,6 +19,7 @@ const args = benchArgs();
 const seconds = Number(args.seconds ?? 6);
 const concurrency = Number(args.concurrency ?? 16);
 const rounds = Number(args.rounds ?? 3);
+const nodeOptions = 'async-context-frame' in args ? '--experimental-async-context-frame' : undefined;
 const SIZE = 10 * 1024;
 
 async function sink() {
@@ -52,13 +56,13 @@ async function main() {
   ensureBackingServers();
   const receiver = await sink();
   const prefix = `benchtr${Date.now().toString(36)}`;
+  const tracedEnv = { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' };
   const stacks = {
     off: await startStack({ prefix: `${prefix}off`, env: { LOG_LEVEL: 'warn' } }),
-    traced: await startStack({
-      prefix: `${prefix}on`,
-      env: { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'always_on' },
-    }),
+    traced: await startStack({ prefix: `${prefix}on`, env: tracedEnv }),
   };
+  if (nodeOptions)
+    stacks.flags = await startStack({ prefix: `${prefix}fl`, env: { ...tracedEnv, NODE_OPTIONS: nodeOptions } });
   try {
     const owner = randomUUID();
     const token = await new DevKeys(stacks.off.keysDir).mint({ owners: [owner] });
@@ -78,26 +82,29 @@ async function main() {
     for (let round = 0; round < rounds; round++)
       for (const [opName, make] of Object.entries(ops))
         // Alternating which goes first, so that neither always meets a warmer machine.
-        for (const name of round % 2 ? ['traced', 'off'] : ['off', 'traced']) {
+        for (const name of round % 2 ? Object.keys(stacks).reverse() : Object.keys(stacks)) {
           const r = await measure(stacks[name], make(stacks[name], name));
           ((results[opName] ??= {})[name] ??= []).push(r);
         }
     console.log(
       `tracing: ${rounds} rounds of ${seconds} s at ${concurrency} in flight; CPU = gateway + content-service per request`,
     );
-    console.log('operation     | off: req/s  CPU ms | traced: req/s  CPU ms | CPU traced/off | off rounds CPU spread');
+    const extra = stacks.flags ? ` | traced with ${nodeOptions}: req/s  CPU ms, /off` : '';
+    console.log(
+      `operation     | off: req/s  CPU ms | traced: req/s  CPU ms | CPU traced/off | off rounds CPU spread${extra}`,
+    );
     for (const [opName, byStack] of Object.entries(results)) {
+      const cpu = (name) => median(byStack[name].map((r) => r.cpuPerRequest));
+      const rps = (name) => median(byStack[name].map((r) => r.rps));
       const off = byStack.off.map((r) => r.cpuPerRequest);
-      const on = byStack.traced.map((r) => r.cpuPerRequest);
       const spread = (Math.max(...off) - Math.min(...off)) / median(off);
+      const flags = stacks.flags
+        ? ` | ${rps('flags').toFixed(0).padStart(6)} ${cpu('flags').toFixed(3).padStart(7)}, ${(cpu('flags') / cpu('off')).toFixed(2)}`
+        : '';
       console.log(
-        `${opName.padEnd(13)} | ${median(byStack.off.map((r) => r.rps))
-          .toFixed(0)
-          .padStart(10)} ${median(off).toFixed(3).padStart(7)} | ${median(byStack.traced.map((r) => r.rps))
-          .toFixed(0)
-          .padStart(
-            13,
-          )} ${median(on).toFixed(3).padStart(7)} | ${(median(on) / median(off)).toFixed(2).padStart(14)} | ${(spread * 100).toFixed(0)} %`,
+        `${opName.padEnd(13)} | ${rps('off').toFixed(0).padStart(10)} ${cpu('off').toFixed(3).padStart(7)} | ` +
+          `${rps('traced').toFixed(0).padStart(13)} ${cpu('traced').toFixed(3).padStart(7)} | ` +
+          `${(cpu('traced') / cpu('off')).toFixed(2).padStart(14)} | ${(spread * 100).toFixed(0)} %${flags}`,
       );
     }
     console.log(`spans sent: ${(receiver.bytes() / 1e6).toFixed(1)} MB of OTLP JSON`);
