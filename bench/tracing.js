@@ -1,7 +1,12 @@
 // What tracing costs: two stacks in one run, one with tracing off (the default) and one with every
 // request traced (OTEL_TRACES_SAMPLER=always_on, spans sent as OTLP/HTTP JSON to a receiver in this
 // process that reads and drops them), measured in alternating rounds on the same small requests.
-//   pnpm bench tracing [--seconds 6] [--concurrency 16] [--rounds 3] [--async-context-frame]
+//   pnpm bench tracing [--seconds 6] [--concurrency 16] [--rounds 3] [--rate N] [--async-context-frame]
+// By default each stack is driven as fast as it answers (closed loop, `concurrency` in flight), so a
+// slower stack is also measured at a lower rate, where a request shares less of the event loop's
+// work with others and costs more CPU. With --rate N, every stack gets the same N requests per
+// second (open loop, at most `concurrency` in flight; a request that would pass that is counted as
+// missed), so that CPU per request is compared at equal load.
 // With --async-context-frame, a third stack traces every request too, its services started with
 // Node.js's --experimental-async-context-frame (AsyncLocalStorage without async hooks, the default
 // from Node.js 24), measured in the same rounds.
@@ -19,6 +24,8 @@ const args = benchArgs();
 const seconds = Number(args.seconds ?? 6);
 const concurrency = Number(args.concurrency ?? 16);
 const rounds = Number(args.rounds ?? 3);
+const rate = args.rate === undefined ? undefined : Number(args.rate);
+if (rate !== undefined && !(rate > 0)) throw new Error('--rate takes a number of requests per second');
 const nodeOptions = 'async-context-frame' in args ? '--experimental-async-context-frame' : undefined;
 const SIZE = 10 * 1024;
 
@@ -44,10 +51,41 @@ async function measure(stack, op) {
       done++;
     }
   };
+  let missed = 0;
+  // One request every 1/rate s from the start, whatever came back; catching up after a late timer.
+  const paced = async () => {
+    const inFlight = new Set();
+    let failure;
+    const interval = 1000 / rate;
+    for (let next = performance.now(); Date.now() < end; next += interval) {
+      const wait = next - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (inFlight.size >= concurrency) {
+        missed++;
+        continue;
+      }
+      const sent = op().then((res) => {
+        if (res.status >= 300) throw new Error(`answered ${res.status}`);
+        done++;
+      });
+      inFlight.add(sent);
+      sent.then(
+        () => inFlight.delete(sent),
+        (error) => {
+          failure ??= error;
+          inFlight.delete(sent);
+        },
+      );
+      if (failure) break;
+    }
+    await Promise.all(inFlight);
+    if (failure) throw failure;
+  };
   const started = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  if (rate) await paced();
+  else await Promise.all(Array.from({ length: concurrency }, worker));
   const elapsed = (performance.now() - started) / 1000;
-  return { rps: done / elapsed, cpuPerRequest: (pids.reduce((n, p) => n + cpuMs(p), 0) - cpu0) / done };
+  return { rps: done / elapsed, missed, cpuPerRequest: (pids.reduce((n, p) => n + cpuMs(p), 0) - cpu0) / done };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -86,9 +124,12 @@ async function main() {
           const r = await measure(stacks[name], make(stacks[name], name));
           ((results[opName] ??= {})[name] ??= []).push(r);
         }
-    console.log(
-      `tracing: ${rounds} rounds of ${seconds} s at ${concurrency} in flight; CPU = gateway + content-service per request`,
-    );
+    const load = rate ? `${rate} requests/s each (at most ${concurrency} in flight)` : `${concurrency} in flight`;
+    console.log(`tracing: ${rounds} rounds of ${seconds} s at ${load}; CPU = gateway + content-service per request`);
+    const missed = Object.values(results)
+      .flatMap((byStack) => Object.values(byStack).flat())
+      .reduce((n, r) => n + r.missed, 0);
+    if (missed) console.log(`requests missed (${concurrency} already in flight): ${missed}`);
     const extra = stacks.flags ? ` | traced with ${nodeOptions}: req/s  CPU ms, /off` : '';
     console.log(
       `operation     | off: req/s  CPU ms | traced: req/s  CPU ms | CPU traced/off | off rounds CPU spread${extra}`,
