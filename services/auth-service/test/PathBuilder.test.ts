@@ -21,11 +21,21 @@ const sources = (s: Partial<PathSources>): PathSources => ({
 });
 const DAY = 24 * 3600 * 1000;
 
-async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
+/**
+ * What a path search cost: `cpuMs`, the CPU this process spent on it (every thread, so the crypto
+ * work too), which other processes sharing the cores do not move; and `ms`, its wall time, which
+ * they do (with four test files at once and a build beside them, one search once took 240 ms of wall time).
+ */
+async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; cpuMs: number }> {
   const t = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
   const value = await fn();
-  return { value, ms: Number(process.hrtime.bigint() - t) / 1e6 };
+  const { user, system } = process.cpuUsage(cpu);
+  return { value, ms: Number(process.hrtime.bigint() - t) / 1e6, cpuMs: (user + system) / 1000 };
 }
+/** A search's CPU budget; its wall time gets slack for a loaded machine (one that never ends fails either way). */
+const CPU_LIMIT_MS = 200;
+const WALL_LIMIT_MS = 2_000;
 
 describe('path building', () => {
   let root: MadeCert;
@@ -94,15 +104,16 @@ describe('path building', () => {
   });
 
   describe('stays bounded', () => {
-    it('ends the A↔B cross-signed loop within 200 ms when neither CA is a trusted root', async () => {
+    it('ends the A↔B cross-signed loop within 200 ms of CPU when neither CA is a trusted root', async () => {
       const loop = await crossSignedLoop('PB Loop');
       const other = await makeRoot('PB Unrelated Root');
       const s = sources({ given: [p(loop.a), p(loop.b), p(loop.aByB), p(loop.bByA)], roots: [p(other)] });
       const user = p(loop.leaf);
-      const { value, ms } = await timed(() => buildPath(user, s, new Date()));
+      const { value, ms, cpuMs } = await timed(() => buildPath(user, s, new Date()));
       console.log(`A↔B loop: ${ms.toFixed(1)} ms (${!value.valid && value.reason})`);
       expect(value.valid).toBe(false);
-      expect(ms).toBeLessThan(200);
+      expect(cpuMs).toBeLessThan(CPU_LIMIT_MS);
+      expect(ms).toBeLessThan(WALL_LIMIT_MS);
     });
 
     it('still finds the root through the loop when one of the CAs is trusted', async () => {
@@ -119,7 +130,7 @@ describe('path building', () => {
       ]);
     });
 
-    it('refuses a chain of 1,000 CAs (given or known) at the depth cap within 200 ms', async () => {
+    it('refuses a chain of 1,000 CAs (given or known) at the depth cap within 200 ms of CPU', async () => {
       const top = await makeRoot('PB Long Root');
       const chain = await longChain(1000, top, 'PB Link');
       const user = await makeLeaf('pb-long-user', chain[0]!);
@@ -129,10 +140,11 @@ describe('path building', () => {
         sources({ intermediates: parsed, roots: [p(top)] }),
       ]) {
         const parsedUser = p(user);
-        const { value, ms } = await timed(() => buildPath(parsedUser, s, new Date()));
+        const { value, ms, cpuMs } = await timed(() => buildPath(parsedUser, s, new Date()));
         console.log(`chain of 1,000: ${ms.toFixed(1)} ms`);
         expect(value).toEqual({ valid: false, reason: expect.stringContaining('longer than 8') });
-        expect(ms).toBeLessThan(200);
+        expect(cpuMs).toBeLessThan(CPU_LIMIT_MS);
+        expect(ms).toBeLessThan(WALL_LIMIT_MS);
       }
       // Eight issuers is the most: seven intermediates and the root validate.
       const short = await longChain(7, top, 'PB Short');
@@ -153,9 +165,10 @@ describe('path building', () => {
       const user = await makeLeaf('pb-cycle-user', selfIssued, { noKeyIds: true });
       const s = sources({ given: [p(selfIssued)], roots: [p(root)] });
       const parsedUser = p(user);
-      const { value, ms } = await timed(() => buildPath(parsedUser, s, new Date()));
+      const { value, ms, cpuMs } = await timed(() => buildPath(parsedUser, s, new Date()));
       expect(value.valid).toBe(false);
-      expect(ms).toBeLessThan(200);
+      expect(cpuMs).toBeLessThan(CPU_LIMIT_MS);
+      expect(ms).toBeLessThan(WALL_LIMIT_MS);
     });
 
     it('caps the signature checks when hundreds of certificates share the issuer name', async () => {
@@ -166,10 +179,11 @@ describe('path building', () => {
       const user = await makeLeaf('pb-crowd-user', real, { noKeyIds: true });
       const s = sources({ given: [...decoys.map(p), p(real)], roots: [p(root)] });
       const parsedUser = p(user);
-      const { value, ms } = await timed(() => buildPath(parsedUser, s, new Date()));
+      const { value, ms, cpuMs } = await timed(() => buildPath(parsedUser, s, new Date()));
       console.log(`300 decoys: ${ms.toFixed(1)} ms`);
       expect(value).toEqual({ valid: false, reason: expect.stringContaining('limits') });
-      expect(ms).toBeLessThan(200);
+      expect(cpuMs).toBeLessThan(CPU_LIMIT_MS);
+      expect(ms).toBeLessThan(WALL_LIMIT_MS);
     });
   });
 
@@ -263,7 +277,7 @@ describe('path building', () => {
   });
 
   describe('fuzzed chain shapes', () => {
-    it('answers every mix of cross-signed CAs, roots and removals within 200 ms, and only with sound paths', async () => {
+    it('answers every mix of cross-signed CAs, roots and removals within 200 ms of CPU each, and only with sound paths', async () => {
       // A small web: 4 CAs, each also cross-signed by the next, leaves under each.
       const cas = await Promise.all([0, 1, 2, 3].map((i) => makeRoot(`PB Web CA ${i}`)));
       const cross = await Promise.all(cas.map((c, i) => makeCert(c.name, cas[(i + 1) % 4]!, { ca: true, key: c.key })));
@@ -279,10 +293,11 @@ describe('path building', () => {
           fc.subarray(cas.map(p), { minLength: 1 }),
           fc.subarray(pool.map((c) => c.thumbprint)),
           async (user, given, known, roots, removed) => {
-            const { value, ms } = await timed(() =>
+            const { value, ms, cpuMs } = await timed(() =>
               buildPath(user, sources({ given, intermediates: known, roots, removed: new Set(removed) }), new Date()),
             );
-            expect(ms).toBeLessThan(200);
+            expect(cpuMs).toBeLessThan(CPU_LIMIT_MS);
+            expect(ms).toBeLessThan(WALL_LIMIT_MS);
             if (!value.valid) return;
             const path = value.path;
             expect(path[0]!.thumbprint).toBe(user.thumbprint);
@@ -316,8 +331,9 @@ describe('path building', () => {
               expect(error).toBeInstanceOf(CertUnreadable);
               return;
             }
-            const { value, ms } = await timed(() => buildPath(parsed, anchors, new Date()));
-            expect(ms).toBeLessThan(200);
+            const { value, ms, cpuMs } = await timed(() => buildPath(parsed, anchors, new Date()));
+            expect(cpuMs).toBeLessThan(CPU_LIMIT_MS);
+            expect(ms).toBeLessThan(WALL_LIMIT_MS);
             if (value.valid) expect(Buffer.from(parsed.cert.tbsView).equals(Buffer.from(leaf.cert.tbsView))).toBe(true); // only the signed part unchanged can pass
           },
         ),
