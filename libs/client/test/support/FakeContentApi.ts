@@ -40,6 +40,11 @@ export class FakeContentApi {
   intercept: (seen: Seen, n: number) => Intercept = () => undefined;
   /** Called before a successful PUT answer is sent (a test may hold it back). */
   beforeAnswer: (seen: Seen) => Promise<void> = async () => undefined;
+  /**
+   * A 'drop-mid-body' breaks the connection 50 ms after this holds (polled every 5 ms, at most 5 s),
+   * so a test can wait until the client has written what came; by default 50 ms after the half was sent.
+   */
+  breakWhen: (() => boolean) | null = null;
   /** The Repr-Digest a HEAD of a ready content answers (none when it gives undefined). */
   reprDigest: (bytes: Buffer) => string | undefined = () => undefined;
   private server: Server | null = null;
@@ -187,8 +192,15 @@ export class FakeContentApi {
       res.writeHead(206, { 'content-range': `bytes ${a}-${b}/${data.length}`, 'content-length': slice.length });
       if (forced === 'drop-mid-body') {
         res.write(slice.subarray(0, slice.length >> 1));
-        // After a moment, so the client has written what came (a real break comes after megabytes).
-        setTimeout(() => req.socket.destroy(), 50);
+        // Once the client has written what came (a real break comes after megabytes).
+        const until = Date.now() + 5_000;
+        const breakOff = () => {
+          // 50 ms more once it holds: the client's write callback comes after the bytes are in the file.
+          if (this.breakWhen === null || this.breakWhen() || Date.now() > until)
+            setTimeout(() => req.socket.destroy(), this.breakWhen === null ? 0 : 50);
+          else setTimeout(breakOff, 5);
+        };
+        setTimeout(breakOff, this.breakWhen === null ? 50 : 0);
         return;
       }
       res.end(slice);
