@@ -43,10 +43,8 @@ apt_install() {
 }
 
 need_go() {
-  # A Go of 1.21 or newer fetches the toolchain a module asks for; Debian 12's golang-go (1.19)
-  # cannot, so /usr/local/go goes first when the Go on PATH is older or missing.
-  go version 2>/dev/null | grep -qE ' go1\.(2[1-9]|[3-9][0-9])' || { [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH || true; }
-  command -v go >/dev/null 2>&1 || { log "installing golang-go"; apt_install golang-go; }
+  source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/use-go.sh"
+  use_go
 }
 
 # Builds <pkg>@<version> into $TOOLS_DIR/<bin> through a throwaway module: `go install mod@v`

@@ -8,9 +8,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.sh"
-# A Go of 1.21 or newer fetches the toolchain a module asks for; Debian 12's golang-go (1.19)
-# cannot, so /usr/local/go goes first when the Go on PATH is older or missing.
-go version 2>/dev/null | grep -qE ' go1\.(2[1-9]|[3-9][0-9])' || { [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH" || true; }
+source "$here/../../scripts/use-go.sh"
+use_go
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 src=$CLUSTER_CACHE/src
 mkdir -p "$src" "$CLUSTER_CACHE/bin"

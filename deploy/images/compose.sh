@@ -7,10 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 COMPOSE_VERSION=v2.40.3
 TOOLS_DIR=${CP_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/content-platform/bin}
 [ -x "$TOOLS_DIR/docker-compose" ] && exit 0
-# A Go of 1.21 or newer fetches the toolchain a module asks for; Debian 12's golang-go (1.19)
-# cannot, so /usr/local/go goes first when the Go on PATH is older or missing.
-go version 2>/dev/null | grep -qE ' go1\.(2[1-9]|[3-9][0-9])' || { [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH || true; }
-command -v go >/dev/null 2>&1 || { echo "compose: Go is needed to build Docker Compose (apt-get install golang-go)" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/use-go.sh"
+use_go
 echo "compose: building Docker Compose $COMPOSE_VERSION (about 5 minutes)" >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

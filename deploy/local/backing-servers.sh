@@ -22,10 +22,8 @@ S3_SECRET_KEY=${CP_S3_SECRET_KEY:-localdev-secret}
 log() { printf 'backing-servers: %s\n' "$*" >&2; }
 
 need_go() {
-  # A Go of 1.21 or newer fetches the toolchain a module asks for; Debian 12's golang-go (1.19)
-  # cannot, so /usr/local/go goes first when the Go on PATH is older or missing.
-  go version 2>/dev/null | grep -qE ' go1\.(2[1-9]|[3-9][0-9])' || { [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH || true; }
-  command -v go >/dev/null 2>&1 || { log "Go is needed to build the servers; installing golang-go"; apt_install golang-go; }
+  source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/use-go.sh"
+  use_go
 }
 
 apt_install() {

@@ -28,15 +28,8 @@ BIN="$TOOLS_DIR/jaeger-$JAEGER_VERSION"
 log() { printf 'trace-backend: %s\n' "$*" >&2; }
 
 need_go() {
-  # A Go of 1.21 or newer fetches the toolchain a module asks for; Debian 12's golang-go (1.19)
-  # cannot, so /usr/local/go goes first when the Go on PATH is older or missing.
-  go version 2>/dev/null | grep -qE ' go1\.(2[1-9]|[3-9][0-9])' || { [ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH || true; }
-  if ! command -v go >/dev/null 2>&1; then
-    log "Go is needed to build Jaeger; installing golang-go"
-    local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq golang-go >/dev/null
-  fi
+  source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/use-go.sh"
+  use_go
 }
 
 # Through a throwaway module, like deploy/checks/install-tools.sh: go.sum pins every dependency.
