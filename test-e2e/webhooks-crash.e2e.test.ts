@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@cp/logging';
 import { verifyWebhookSignature } from '@cp/protocol';
 import { closeRedis, connectRedis, redisCommand, type Redis } from '@cp/redis';
-import { eventIdOf } from '@cp/webhooks';
+import { eventIdOf } from '../services/content-service/src/webhooks/events';
 import { BackingServer } from './support/privateBacking';
 import { contentReplicaEnv, freePort, type ServiceHandle, startGatewayFor, startService } from './support/replicas';
 import { testStack } from './support/stack';

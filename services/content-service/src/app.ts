@@ -4,7 +4,6 @@ import { ServiceError } from '@cp/errors';
 import type { AuditLog, Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
 import { audited, type ServiceMetrics, serviceApp } from '@cp/service-kit';
-import type { SubscriberIndex, UrlPolicy, WebhookStore } from '@cp/webhooks';
 import type { DownloadService } from './downloads/DownloadService';
 import { describeContentRequest } from './http/auditContents';
 import { authenticate, type SessionValidator } from './http/authenticate';
@@ -12,11 +11,11 @@ import { contentsRouter } from './http/contentsRouter';
 import { directRouter } from './http/directRouter';
 import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
-import { webhooksRouter } from './http/webhooksRouter';
 import type { ContentListing } from './listing/ContentListing';
 import type { ContentReceipts } from './receipts/ContentReceipts';
 import { startTimings } from './uploads/StageTimings';
 import type { UploadService } from './uploads/UploadService';
+import { webhooksRouter, type SubscriberIndex, type UrlPolicy, type WebhookStore } from './webhooks';
 
 export interface ContentAppDeps {
   logger: Logger;

@@ -25,7 +25,7 @@ import { createS3Client, s3CredentialSource } from './store/s3Client';
 import { Presigner } from './store/Presigner';
 import { SweeperMetrics } from './sweeper/SweeperMetrics';
 import { UploadSweeper } from './sweeper/UploadSweeper';
-import { startWebhooks } from './events/startWebhooks';
+import { startWebhooks } from './webhooks';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
 import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';

@@ -3,8 +3,12 @@
 // its completion's event published, before the deletion's.
 import { Readable } from 'node:stream';
 import { redisCommand } from '@cp/redis';
-import { eventIdOf, Outbox, SubscriberIndex, WebhookEvents, WebhookStore, type Intent } from '@cp/webhooks';
-import { ContentFacts } from '../src/events/ContentFacts';
+import { ContentFacts } from '../src/webhooks/ContentFacts';
+import { eventIdOf } from '../src/webhooks/events';
+import { Outbox, type Intent } from '../src/webhooks/Outbox';
+import { SubscriberIndex } from '../src/webhooks/SubscriberIndex';
+import { WebhookEvents } from '../src/webhooks/WebhookEvents';
+import { WebhookStore } from '../src/webhooks/WebhookStore';
 import { useRealStores, type RealStores } from './support/realStores';
 
 describe('the events of completions a later request answers', () => {

@@ -8,21 +8,17 @@ import type { AddressInfo } from 'node:net';
 import { createLogger } from '@cp/logging';
 import { verifyWebhookSignature } from '@cp/protocol';
 import { redisCommand } from '@cp/redis';
-import {
-  eventIdOf,
-  Outbox,
-  SecretBox,
-  SubscriberIndex,
-  WebhookDispatcher,
-  WebhookEvents,
-  WebhookStore,
-  ownerGroup,
-  type FactSeen,
-  type Intent,
-} from '@cp/webhooks';
 import { Registry } from 'prom-client';
 import { connectAsServiceUser } from '../../../test-e2e/support/redisAcl';
 import { testStack } from '../../../test-e2e/support/stack';
+import { eventIdOf, type FactSeen } from '../src/webhooks/events';
+import { ownerGroup } from '../src/webhooks/keys';
+import { Outbox, type Intent } from '../src/webhooks/Outbox';
+import { SecretBox } from '../src/webhooks/SecretBox';
+import { SubscriberIndex } from '../src/webhooks/SubscriberIndex';
+import { WebhookDispatcher } from '../src/webhooks/WebhookDispatcher';
+import { WebhookEvents } from '../src/webhooks/WebhookEvents';
+import { WebhookStore } from '../src/webhooks/WebhookStore';
 
 const HOUR = 3_600_000;
 const logger = createLogger({ service: 'test', level: 'silent' });

@@ -3,9 +3,10 @@
 // a rotation sealed by the sweep and by a delivery's read, and a secret whose key went.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { redisCommand } from '@cp/redis';
-import { SecretBox, SecretUnreadable, WebhookStore } from '@cp/webhooks';
 import { connectAsServiceUser } from '../../../test-e2e/support/redisAcl';
 import { testStack } from '../../../test-e2e/support/stack';
+import { SecretBox, SecretUnreadable } from '../src/webhooks/SecretBox';
+import { WebhookStore } from '../src/webhooks/WebhookStore';
 
 const OLD = randomBytes(32).toString('base64url');
 const NEW = randomBytes(32).toString('base64url');

@@ -1,8 +1,9 @@
 import { formatDigest } from '@cp/protocol';
-import type { FactSeen, Intent } from '@cp/webhooks';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadBook } from '../store/UploadBook';
 import { contentKey } from '../uploads/ObjectKeys';
+import type { FactSeen } from './events';
+import type { Intent } from './Outbox';
 
 /**
  * Whether the fact of an intent left unpublished (its writer died, or Redis failed at the

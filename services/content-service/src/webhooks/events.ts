@@ -25,6 +25,9 @@ export interface WebhookEvent {
   content: EventContent;
 }
 
+/** What became of an intent's fact: it happened (with what is known of its content), or is not seen (yet). */
+export type FactSeen = { happened: true; content: Partial<EventContent> } | { happened: false };
+
 /**
  * The one id of the event of a fact: derived from the content and the kind of fact (each content
  * completes, is deleted or expires at most once), so every writer of the same fact, and every

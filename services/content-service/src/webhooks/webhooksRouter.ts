@@ -1,15 +1,10 @@
 import { Router, json, type Request, type RequestHandler, type Response } from 'express';
 import { ServiceError } from '@cp/errors';
-import {
-  isEventType,
-  refuseUrl,
-  TooManyWebhooks,
-  type EventType,
-  type SubscriberIndex,
-  type UrlPolicy,
-  type WebhookStore,
-} from '@cp/webhooks';
-import { requireOwner, requireUuid, sendJson } from './v1Requests';
+import { requireOwner, requireUuid, sendJson } from '../http/v1Requests';
+import { isEventType, type EventType } from './events';
+import type { SubscriberIndex } from './SubscriberIndex';
+import { refuseUrl, type UrlPolicy } from './urlPolicy';
+import { TooManyWebhooks, type WebhookStore } from './WebhookStore';
 
 /** The largest webhook registration body read. */
 const BODY_LIMIT = '16kb';

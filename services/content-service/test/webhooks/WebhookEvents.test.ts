@@ -1,8 +1,8 @@
 import { createLogger } from '@cp/logging';
-import { ownerGroup } from '../src/keys';
-import type { Intent, Outbox } from '../src/Outbox';
-import { SubscriberIndex } from '../src/SubscriberIndex';
-import { WebhookEvents } from '../src/WebhookEvents';
+import { ownerGroup } from '../../src/webhooks/keys';
+import type { Intent, Outbox } from '../../src/webhooks/Outbox';
+import { SubscriberIndex } from '../../src/webhooks/SubscriberIndex';
+import { WebhookEvents } from '../../src/webhooks/WebhookEvents';
 
 /** An outbox that records what it is asked (pure logic: which calls an event makes). */
 function recordingOutbox() {

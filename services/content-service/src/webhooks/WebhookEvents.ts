@@ -1,9 +1,8 @@
 import type { Logger } from '@cp/logging';
 import { currentTraceparent } from '@cp/tracing';
-import { eventIdOf, type EventContent, type EventType, type WebhookEvent } from './events';
+import { eventIdOf, type EventContent, type EventType, type FactSeen, type WebhookEvent } from './events';
 import type { Intent, Outbox } from './Outbox';
 import type { SubscriberIndex } from './SubscriberIndex';
-import type { FactSeen } from './WebhookDispatcher';
 
 export interface WebhookEventsOptions {
   /** When an intent whose writer never published is first looked at (its fact checked). */

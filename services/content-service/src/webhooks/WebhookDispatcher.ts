@@ -3,7 +3,7 @@ import { signWebhook, WEBHOOK_HEADERS } from '@cp/protocol';
 import { contextOf, endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { retryDelayMs, type RetrySchedule } from './backoff';
-import type { EventContent } from './events';
+import type { FactSeen } from './events';
 import { postToReceiver } from './httpDelivery';
 import type { Delivery, Intent, Outbox } from './Outbox';
 import type { SubscriberIndex } from './SubscriberIndex';
@@ -11,9 +11,6 @@ import type { UrlPolicy } from './urlPolicy';
 import { eventOf } from './WebhookEvents';
 import { SecretUnreadable } from './SecretBox';
 import type { Webhook, WebhookStore } from './WebhookStore';
-
-/** What became of an intent's fact: it happened (with what is known of its content), or is not seen (yet). */
-export type FactSeen = { happened: true; content: Partial<EventContent> } | { happened: false };
 
 export interface WebhookDispatcherOptions {
   /** How often Redis is asked for due deliveries and intents (a publication here wakes it at once). */

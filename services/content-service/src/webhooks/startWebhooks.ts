@@ -1,20 +1,18 @@
 import type { Logger } from '@cp/logging';
 import type { Redis } from '@cp/redis';
-import {
-  Outbox,
-  SecretBox,
-  SubscriberIndex,
-  WebhookDispatcher,
-  WebhookEvents,
-  WebhookStore,
-  type UrlPolicy,
-} from '@cp/webhooks';
 import type { Registry } from 'prom-client';
-import type { ContentServiceConfig } from '../config';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadBook } from '../store/UploadBook';
 import type { ContentEvents } from '../uploads/UploadContext';
 import { ContentFacts } from './ContentFacts';
+import { Outbox } from './Outbox';
+import { SecretBox } from './SecretBox';
+import type { WebhookSettings } from './settings';
+import { SubscriberIndex } from './SubscriberIndex';
+import type { UrlPolicy } from './urlPolicy';
+import { WebhookDispatcher } from './WebhookDispatcher';
+import { WebhookEvents } from './WebhookEvents';
+import { WebhookStore } from './WebhookStore';
 
 export interface Webhooks {
   store: WebhookStore;
@@ -30,7 +28,8 @@ export interface Webhooks {
  * here, stopped at shutdown).
  */
 export function startWebhooks(deps: {
-  config: ContentServiceConfig;
+  /** The webhook settings, and the bucket whose name the keys in Redis carry (`wh:<bucket>:*`). */
+  config: WebhookSettings & { S3_BUCKET: string };
   redis: Redis;
   objects: ObjectStore;
   book: UploadBook;

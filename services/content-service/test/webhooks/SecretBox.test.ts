@@ -1,4 +1,4 @@
-import { SecretBox, SecretUnreadable } from '../src/SecretBox';
+import { SecretBox, SecretUnreadable } from '../../src/webhooks/SecretBox';
 
 const OLD = 'an-old-key-of-at-least-thirty-two-characters';
 const NEW = 'a-new-key-of-at-least-thirty-two-characters!';

@@ -1,4 +1,4 @@
-import { DEFAULT_URL_POLICY, isPublicAddress, refuseUrl } from '../src/urlPolicy';
+import { DEFAULT_URL_POLICY, isPublicAddress, refuseUrl } from '../../src/webhooks/urlPolicy';
 
 describe('which addresses a webhook may reach', () => {
   it.each([

@@ -1,5 +1,5 @@
-import { retryDelayMs } from '../src/backoff';
-import { eventIdOf } from '../src/events';
+import { retryDelayMs } from '../../src/webhooks/backoff';
+import { eventIdOf } from '../../src/webhooks/events';
 
 describe('the retry schedule', () => {
   const schedule = { firstMs: 10_000, capMs: 3_600_000, windowMs: 86_400_000 };
