@@ -763,7 +763,7 @@ async function seedSignIn(stack, owners) {
   };
 
   // The services' own classes, from their build output.
-  const { UserRegistry } = require(path.join(AUTH_DIR, 'dist/store/UserRegistry.js'));
+  const { UserRegistry } = require(path.join(ROOT, 'libs', 'registry', 'dist', 'UserRegistry.js'));
   const { parseDer } = require(path.join(AUTH_DIR, 'dist/certificates/CertificateText.js'));
   const { dnText } = require(path.join(AUTH_DIR, 'dist/certificates/CertificateFacts.js'));
   const { SessionRepository } = require(path.join(SESSION_DIR, 'dist/store/SessionRepository.js'));

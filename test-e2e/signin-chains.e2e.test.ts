@@ -15,10 +15,18 @@ import {
   newKey,
   type MadeCert,
 } from '../services/auth-service/test/support/TestCertificates';
-import { call } from './support/http';
 import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { cpuDuring, processUsage } from './support/procStats';
-import { admin, approve, authenticate, newApiKey, registerUser, serverMs } from './support/signin';
+import {
+  admin,
+  approve,
+  authenticate,
+  newApiKey,
+  refresh,
+  registerUser,
+  serverMs,
+  signedInUser,
+} from './support/signin';
 import { testStack } from './support/stack';
 
 /**
@@ -439,19 +447,15 @@ describe('certificate chains', () => {
   });
 
   describe('api keys', () => {
-    it('are 64 hex digits (256 bits) and pass the internal check the session-service uses', async () => {
+    it('are 64 hex digits (256 bits), and the session-service takes them at refresh as the auth-service does at sign-in', async () => {
       const key = await newApiKey();
       expect(key).toMatch(/^[0-9a-f]{64}$/);
-      const { services, internalSecrets } = testStack();
-      const verify = (k: string) =>
-        call(`${services['auth-service']!.url}/internal/api-keys/verify`, {
-          method: 'POST',
-          body: JSON.stringify({ apiKey: k }),
-          headers: { 'content-type': 'application/json', 'x-internal-secret': internalSecrets.sessionToAuth },
-        });
-      expect((await verify(key)).status).toBe(200);
-      expect((await verify(key.toUpperCase())).status).toBe(200); // keys are compared lower-cased
-      expect((await verify('0'.repeat(64))).status).toBe(404);
+      const { pair } = await signedInUser(`key-format-${randomUUID().slice(0, 6)}`);
+      const unknown = await refresh(pair.Sid, pair.RefreshToken, '0'.repeat(64));
+      expect(unknown.status).toBe(403);
+      expect(unknown.json().Code).toBe('InvalidApiKey');
+      // Refused before anything changed, and keys are compared lower-cased.
+      expect((await refresh(pair.Sid, pair.RefreshToken, key.toUpperCase())).status).toBe(200);
     });
 
     it('keep working when made earlier as UUIDs', async () => {

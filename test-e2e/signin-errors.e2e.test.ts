@@ -369,12 +369,20 @@ describe('certificate sign-in refusals', () => {
       headers: { 'content-type': 'application/json' },
     });
     expect(res.status).toBe(401);
-    const auth = await call(`${services['auth-service']!.url}/internal/api-keys/verify`, {
-      method: 'POST',
-      body: JSON.stringify({ apiKey }),
-      headers: { 'content-type': 'application/json', 'x-internal-secret': 'wrong-secret-wrong-secret' },
-    });
-    expect(auth.status).toBe(401);
+  });
+
+  it('has no internal endpoint at the auth-service: no service calls it, whatever secret it sends', async () => {
+    const { services, internalSecrets } = testStack();
+    for (const path of ['/internal/api-keys/verify', '/internal/registrations/check']) {
+      for (const secret of [undefined, internalSecrets.authToSession, internalSecrets.contentToSession]) {
+        const res = await call(`${services['auth-service']!.url}${path}`, {
+          method: 'POST',
+          body: JSON.stringify({ apiKey, userId: randomUUID() }),
+          headers: { 'content-type': 'application/json', ...(secret ? { 'x-internal-secret': secret } : {}) },
+        });
+        expect(res.status).toBe(404);
+      }
+    }
   });
 
   describe('each caller reaches only the internal routes granted to its own secret', () => {
@@ -385,7 +393,6 @@ describe('certificate sign-in refusals', () => {
         headers: { 'content-type': 'application/json', 'x-internal-secret': secret },
       });
     const sessionUrl = () => testStack().services['session-service']!.url;
-    const authUrl = () => testStack().services['auth-service']!.url;
     const secrets = () => testStack().internalSecrets;
     const unknownSid = () => randomBytes(32).toString('hex').toUpperCase();
 
@@ -427,20 +434,9 @@ describe('certificate sign-in refusals', () => {
       ).toBe(200);
     });
 
-    it("only the session-service's secret checks api keys at the auth-service; the others are nobody's there (401)", async () => {
-      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().sessionToAuth, { apiKey })).status).toBe(
-        200,
-      );
-      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().authToSession, { apiKey })).status).toBe(
-        401,
-      );
-      expect((await post(`${authUrl()}/internal/api-keys/verify`, secrets().contentToSession, { apiKey })).status).toBe(
-        401,
-      );
-      // The session-service's secret opens nothing at the session-service itself either.
+    it('a secret no caller holds opens nothing (401)', async () => {
       expect(
-        (await post(`${sessionUrl()}/internal/sessions/validate`, secrets().sessionToAuth, { sid: unknownSid() }))
-          .status,
+        (await post(`${sessionUrl()}/internal/sessions/validate`, 'n'.repeat(32), { sid: unknownSid() })).status,
       ).toBe(401);
     });
   });

@@ -1,13 +1,14 @@
 // Refresh through the gateway: the header and mixed forms, the grace window for a lost answer,
-// concurrent refreshes, the registration check against the real auth-service (certificate or
-// user removed, auth-service down), and the maximum session lifetime. Short windows run on extra
-// session-service replicas (with their own gateway) sharing the stack's database and Redis.
+// concurrent refreshes, the registration check against the registry the auth-service keeps
+// (certificate or user removed, and refreshes while the auth-service is down: the session-service
+// never calls it), and the maximum session lifetime. Short windows run on extra session-service
+// replicas (with their own gateway) sharing the stack's database and Redis.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MongoClient } from 'mongodb';
 import { call, type Answer } from './support/http';
-import { TestPki, type Issued } from './support/pki';
+import { decryptEncryptedKey, TestPki, type Issued } from './support/pki';
 import { freePort, startService, type ServiceHandle } from './support/replicas';
 import { admin, newApiKey, registerUser, signIn, type TestUser } from './support/signin';
 import { testStack } from './support/stack';
@@ -207,9 +208,10 @@ describe('session refresh through the gateway', () => {
 
   describe('short windows, on extra replicas', () => {
     const started: ServiceHandle[] = [];
-    let auth: ServiceHandle; // the auth-service the grace replica asks; stopped and restarted below
+    let auth: ServiceHandle; // the only auth-service behind graceGateway; stopped and restarted below
     let authPort: number;
-    let graceGateway: string; // REFRESH_GRACE_SECONDS=1, registrations checked at `auth`
+    let graceSession: ServiceHandle; // REFRESH_GRACE_SECONDS=1
+    let graceGateway: string; // /auth to `auth`, /sessions to graceSession
     let shortGateway: string; // SESSION_MAX_LIFETIME_SECONDS=3
 
     async function start(name: string, env: Record<string, string>, port?: number): Promise<ServiceHandle> {
@@ -224,33 +226,47 @@ describe('session refresh through the gateway', () => {
     }
 
     function startAuth(): Promise<ServiceHandle> {
-      const stack = testStack();
       return start(
         'auth-service',
-        { ...stack.authEnv, SESSION_SERVICE_URL: stack.services['session-service']!.url },
+        { ...testStack().authEnv, SESSION_SERVICE_URL: graceSession.url, PUBLIC_BASE_URL: graceGateway },
         authPort,
       );
     }
 
-    async function gatewayFor(sessionService: ServiceHandle): Promise<string> {
+    async function gatewayFor(sessionService: ServiceHandle, authUrl: string, port?: number): Promise<string> {
       const stack = testStack();
-      const gw = await start('gateway', {
-        CONTENT_SERVICE_URL: stack.services['content-service']!.url,
-        AUTH_SERVICE_URL: stack.services['auth-service']!.url,
-        SESSION_SERVICE_URL: sessionService.url,
-      });
+      const gw = await start(
+        'gateway',
+        {
+          CONTENT_SERVICE_URL: stack.services['content-service']!.url,
+          AUTH_SERVICE_URL: authUrl,
+          SESSION_SERVICE_URL: sessionService.url,
+        },
+        port,
+      );
       return gw.url;
+    }
+
+    /** The whole sign-in at one gateway: authenticate, decrypt, approve. */
+    async function signInAt(gatewayUrl: string, cert: Issued): Promise<Answer> {
+      const q = `apiKey=${encodeURIComponent(apiKey)}`;
+      const res = await call(`${gatewayUrl}/auth/v5.13/authenticate-by-cert?${q}`, { method: 'POST', body: cert.pem });
+      if (res.status !== 200) return res;
+      const { EncryptedKey, Link } = res.json() as { EncryptedKey: string; Link: { Href: string } };
+      expect(Link.Href.startsWith(gatewayUrl)).toBe(true);
+      return call(`${Link.Href}&${q}`, { method: 'POST', body: decryptEncryptedKey(EncryptedKey, cert) });
     }
 
     beforeAll(async () => {
       const stack = testStack();
       authPort = await freePort();
+      const gracePort = await freePort();
+      graceSession = await start('session-service', { ...stack.sessionEnv, REFRESH_GRACE_SECONDS: '1' });
+      graceGateway = await gatewayFor(graceSession, `http://127.0.0.1:${authPort}`, gracePort);
       auth = await startAuth();
-      graceGateway = await gatewayFor(
-        await start('session-service', { ...stack.sessionEnv, AUTH_SERVICE_URL: auth.url, REFRESH_GRACE_SECONDS: '1' }),
-      );
       shortGateway = await gatewayFor(
         await start('session-service', { ...stack.sessionEnv, SESSION_MAX_LIFETIME_SECONDS: '3' }),
+        stack.services['auth-service']!.url,
       );
     });
 
@@ -271,22 +287,42 @@ describe('session refresh through the gateway', () => {
       expect(await probe(user.owners[0]!, second.Sid)).toBe(401);
     });
 
-    it('answers 503 while the auth-service is down, and the pair still works once it is back', async () => {
+    it('refreshes while the auth-service is down, and still ends the session of a certificate removed meanwhile', async () => {
       const { cert, user } = await newUser('auth-down');
-      const first = await signIn(cert, apiKey);
-      // One refresh first: the replica now remembers the api key, so only the registration check needs the auth-service.
-      const ok = await headerForm(graceGateway, first, apiKey);
-      expect(ok.status).toBe(200);
-      const pair = ok.json() as Pair;
+      const signedIn = await signInAt(graceGateway, cert);
+      expect(signedIn.status).toBe(200);
+      const first = signedIn.json() as Pair;
+      const { cert: other } = await newUser('auth-down-removed');
+      const doomed = (await signInAt(graceGateway, other)).json() as Pair;
       await auth.stop();
-      const down = await headerForm(graceGateway, pair, apiKey);
-      expect(down.status).toBe(503);
-      expect(await probe(user.owners[0]!, pair.Sid)).toBe(404);
-      auth = await startAuth();
-      const back = await headerForm(graceGateway, pair, apiKey);
+      try {
+        // The only auth-service behind this gateway is gone: sign-in cannot work...
+        const signInDown = await call(`${graceGateway}/auth/v5.13/authenticate-by-cert?apiKey=${apiKey}`, {
+          method: 'POST',
+          body: cert.pem,
+        });
+        expect(signInDown.status).toBe(503);
+        // ...and refresh does: the session-service reads the api key and the registration itself.
+        const startedAt = performance.now();
+        const down = await headerForm(graceGateway, first, apiKey);
+        console.log(
+          `refresh with the auth-service stopped: ${down.status} in ${(performance.now() - startedAt).toFixed(0)} ms`,
+        );
+        expect(down.status).toBe(200);
+        const pair = down.json() as Pair;
+        expect(await probe(user.owners[0]!, pair.Sid)).toBe(404);
+        expect(await probe(user.owners[0]!, first.Sid)).toBe(401);
+        expect((await headerForm(graceGateway, pair, '0'.repeat(64))).json().Code).toBe('InvalidApiKey');
+        // A certificate removed while the auth-service is down counts at the next refresh.
+        await admin('cert', 'remove', '--thumbprint', other.thumbprint);
+        const removed = await headerForm(graceGateway, doomed, apiKey);
+        expect(removed.status).toBe(403);
+        expect(removed.json().Code).toBe('CertificateRemoved');
+      } finally {
+        auth = await startAuth();
+      }
+      const back = await signInAt(graceGateway, cert);
       expect(back.status).toBe(200);
-      expect(await probe(user.owners[0]!, (back.json() as Pair).Sid)).toBe(404);
-      expect(await probe(user.owners[0]!, pair.Sid)).toBe(401);
     });
 
     it('logs no sid, refresh token or api key, whichever form they came in', async () => {

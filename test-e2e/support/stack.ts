@@ -24,7 +24,7 @@ export interface TestStack {
   /** The auth-service's database (for the admin command line). */
   authDatabase: string;
   /** The secret each caller sends to /internal/* of the service it calls. */
-  internalSecrets: { authToSession: string; contentToSession: string; sessionToAuth: string };
+  internalSecrets: { authToSession: string; contentToSession: string };
   /** The session-service's environment, to start another replica of it. */
   sessionEnv: Record<string, string>;
   /** The auth-service's environment, to start another one (with other settings). */

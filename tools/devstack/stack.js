@@ -153,16 +153,13 @@ async function startStack(opts = {}) {
     AUDIT_LOG: auditFile,
     ...(opts.env || {}),
   };
-  // The sign-in services call each other and the gateway's address goes into Link.Href, so the
-  // ports are chosen before anything starts.
+  // The gateway's address goes into Link.Href, so its port is chosen before anything starts.
   const gatewayPort = ports.gateway || (await freePort());
-  const authPort = ports.auth || (await freePort());
   // One secret per calling service, so each reaches only the internal routes granted to it.
   const secret = () => require('node:crypto').randomBytes(24).toString('hex');
   const internalSecrets = {
     authToSession: secret(),
     contentToSession: secret(),
-    sessionToAuth: secret(),
     ...(opts.internalSecrets || {}),
   };
   const publicBaseUrl = opts.publicBaseUrl || `http://127.0.0.1:${gatewayPort}`;
@@ -171,10 +168,10 @@ async function startStack(opts = {}) {
     ...backing,
     ...common,
     MONGODB_DATABASE: `${prefix}-sessions`,
+    // Api keys and registrations are read from the auth-service's database at refresh.
+    REGISTRY_MONGODB_DATABASE: authDatabase,
     INTERNAL_SECRET_AUTH_SERVICE: internalSecrets.authToSession,
     INTERNAL_SECRET_CONTENT_SERVICE: internalSecrets.contentToSession,
-    AUTH_SERVICE_URL: `http://127.0.0.1:${authPort}`,
-    AUTH_SERVICE_INTERNAL_SECRET: internalSecrets.sessionToAuth,
     ...(opts.sessionEnv || {}),
   };
   try {
@@ -191,12 +188,11 @@ async function startStack(opts = {}) {
       MONGODB_DATABASE: authDatabase,
       SESSION_SERVICE_URL: session.url,
       SESSION_SERVICE_INTERNAL_SECRET: internalSecrets.authToSession,
-      INTERNAL_SECRET_SESSION_SERVICE: internalSecrets.sessionToAuth,
       PUBLIC_BASE_URL: publicBaseUrl,
       ...(opts.authEnv || {}),
     };
     const auth = await startService('auth-service', {
-      port: authPort,
+      port: ports.auth,
       adminPort: ports.authAdmin,
       logDir,
       env: authEnv,

@@ -31,7 +31,7 @@ apply secret generic content-service-secrets \
   --from-literal=WEBHOOK_SECRET_KEYS="$(random)"
 # One internal secret per calling service (k8s/secrets/internal-secrets.env.example).
 apply secret generic internal-secrets --from-literal=AUTH_TO_SESSION="$(random)" \
-  --from-literal=CONTENT_TO_SESSION="$(random)" --from-literal=SESSION_TO_AUTH="$(random)"
+  --from-literal=CONTENT_TO_SESSION="$(random)"
 apply secret generic auth-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL="redis://auth-service:$redis_auth@redis:6379"
 apply secret generic session-service-secrets --from-literal=MONGODB_URL=mongodb://mongodb:27017/ --from-literal=REDIS_URL="redis://session-service:$redis_session@redis:6379"
 

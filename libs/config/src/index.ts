@@ -70,6 +70,8 @@ export const env = {
       ),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   mongoUrl: () => z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// URL'),
+  /** A MongoDB database's name. */
+  database: (fallback: string) => z.string().min(1).default(fallback),
   redisUrl: () => z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL'),
 };
 
@@ -147,7 +149,7 @@ export function optionalCalledService<P extends string>(
 export function mongoSettings(defaultDatabase: string) {
   return {
     MONGODB_URL: env.mongoUrl(),
-    MONGODB_DATABASE: z.string().min(1).default(defaultDatabase),
+    MONGODB_DATABASE: env.database(defaultDatabase),
     /** Longest wait for MongoDB: server selection, connecting, and one operation's answer. */
     MONGODB_TIMEOUT_MS: env.int(2_000, 100),
   };

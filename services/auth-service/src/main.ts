@@ -1,15 +1,14 @@
 import { connectMongo, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { connectRedis, redisBackend } from '@cp/redis';
-import { buildApp, internalCallers } from './app';
+import { buildApp } from './app';
 import { ChainValidator } from './certificates/ChainValidator';
 import { CertificateSignIn } from './challenges/CertificateSignIn';
 import { loadConfig } from './config';
-import { ApiKeyStore } from './store/ApiKeyStore';
+import { ApiKeyStore, UserRegistry } from '@cp/registry';
 import { RND_SCRIPTS, RndStore } from './store/RndStore';
 import { HttpSessionClient } from './clients/SessionClient';
 import { TrustStore } from './store/TrustStore';
-import { UserRegistry } from './store/UserRegistry';
 
 startService({
   name: 'auth-service',
@@ -41,8 +40,6 @@ startService({
       metrics,
       signIn,
       apiKeys: new ApiKeyStore(db),
-      users,
-      internalCallers: internalCallers({ sessionService: config.INTERNAL_SECRET_SESSION_SERVICE }),
       rateLimiter: RequestRateLimiter.fromConfig(redis, 'rl:auth', config, logger, metrics.registry),
       publicBaseUrl: config.PUBLIC_BASE_URL,
     });

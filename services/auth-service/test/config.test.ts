@@ -6,18 +6,20 @@ describe('auth-service settings', () => {
     REDIS_URL: 'redis://auth-service:pw@127.0.0.1:6379',
     SESSION_SERVICE_URL: 'http://session:8080',
     SESSION_SERVICE_INTERNAL_SECRET: 'a'.repeat(24),
-    INTERNAL_SECRET_SESSION_SERVICE: 's'.repeat(24),
   };
 
-  it("takes the secret it sends and the session-service's secret, and a Redis URL with a user", () => {
+  it('takes the secret it sends and a Redis URL with a user', () => {
     expect(loadConfig(base).REDIS_URL).toBe(base.REDIS_URL);
   });
 
-  it('names what is missing, and refuses the old shared INTERNAL_SECRET', () => {
-    const { INTERNAL_SECRET_SESSION_SERVICE: _, ...missing } = base;
-    expect(() => loadConfig(missing)).toThrow(/INTERNAL_SECRET_SESSION_SERVICE: is required/);
+  it('names what is missing, and refuses the secrets it no longer reads', () => {
+    const { SESSION_SERVICE_INTERNAL_SECRET: _, ...missing } = base;
+    expect(() => loadConfig(missing)).toThrow(/SESSION_SERVICE_INTERNAL_SECRET: is required/);
     expect(() => loadConfig({ ...base, INTERNAL_SECRET: 'x'.repeat(24) })).toThrow(
-      /INTERNAL_SECRET: is no longer read: set INTERNAL_SECRET_SESSION_SERVICE and SESSION_SERVICE_INTERNAL_SECRET/,
+      /INTERNAL_SECRET: is no longer read: set SESSION_SERVICE_INTERNAL_SECRET/,
+    );
+    expect(() => loadConfig({ ...base, INTERNAL_SECRET_SESSION_SERVICE: 'x'.repeat(24) })).toThrow(
+      /INTERNAL_SECRET_SESSION_SERVICE: is no longer read: nothing calls the auth-service/,
     );
   });
 

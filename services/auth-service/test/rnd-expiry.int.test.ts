@@ -8,17 +8,16 @@ import { createLogger, openAuditLog } from '@cp/logging';
 import { ServiceMetrics } from '@cp/service-kit';
 import { decryptEncryptedKey, TestPki, type Issued } from '../../../test-e2e/support/pki';
 import { testStack } from '../../../test-e2e/support/stack';
-import { buildApp, internalCallers } from '../src/app';
+import { buildApp } from '../src/app';
 import { parseDer } from '../src/certificates/CertificateText';
 import { ChainValidator } from '../src/certificates/ChainValidator';
 import { CertificateSignIn } from '../src/challenges/CertificateSignIn';
 import type { Clock } from '@cp/service-kit';
-import { ApiKeyStore } from '../src/store/ApiKeyStore';
+import { ApiKeyStore, UserRegistry } from '@cp/registry';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import { RND_SCRIPTS, RndStore } from '../src/store/RndStore';
 import { HttpSessionClient } from '../src/clients/SessionClient';
 import { TrustStore } from '../src/store/TrustStore';
-import { UserRegistry } from '../src/store/UserRegistry';
 
 class MovableClock {
   private offsetMs = 0;
@@ -93,8 +92,6 @@ describe('rnd lifetime (in-process auth-service with a movable clock)', () => {
       metrics: new ServiceMetrics('auth-test'),
       signIn,
       apiKeys,
-      users,
-      internalCallers: internalCallers({ sessionService: stack.internalSecrets.sessionToAuth }),
       rateLimiter: null,
     });
     server = app.listen(0, '127.0.0.1');

@@ -7,7 +7,7 @@ import { describeRefresh } from './http/auditRefresh';
 import { errorHandler } from './http/errorHandler';
 import { internalRoutes, publicRoutes } from './http/sessionRoutes';
 import type { SessionService } from './sessions/SessionService';
-import type { ApiKeyChecker } from './clients/ApiKeyVerifier';
+import type { ApiKeyChecker } from '@cp/registry';
 
 export interface SessionAppDeps {
   logger: Logger;

@@ -1,5 +1,4 @@
 import {
-  calledService,
   ConfigError,
   env,
   mongoSettings,
@@ -13,11 +12,16 @@ import {
 
 const DAY = 24 * 3600;
 
+const NO_CALL_BACK =
+  'the session-service no longer calls the auth-service: it reads api keys and registrations from REGISTRY_MONGODB_DATABASE; remove it';
+
 /** Every setting of the session-service, read from the environment once at start-up. */
 export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
   refuseRemoved(source, {
     INTERNAL_SECRET:
-      'set INTERNAL_SECRET_AUTH_SERVICE, INTERNAL_SECRET_CONTENT_SERVICE and AUTH_SERVICE_INTERNAL_SECRET instead (one secret per caller)',
+      'set INTERNAL_SECRET_AUTH_SERVICE and INTERNAL_SECRET_CONTENT_SERVICE instead (one secret per caller)',
+    AUTH_SERVICE_URL: NO_CALL_BACK,
+    AUTH_SERVICE_INTERNAL_SECRET: NO_CALL_BACK,
   });
   const c = parseEnv(
     {
@@ -28,8 +32,11 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
       INTERNAL_SECRET_AUTH_SERVICE: env.secret(),
       /** The content-service's secret here: it may only validate sids (/internal/sessions/validate). */
       INTERNAL_SECRET_CONTENT_SERVICE: env.secret(),
-      // Where api keys and registrations are checked at refresh (the secret: the auth-service's INTERNAL_SECRET_SESSION_SERVICE).
-      ...calledService('AUTH_SERVICE'),
+      /**
+       * The auth-service's database on the same MongoDB: api keys and registrations are read there
+       * at refresh (read-only; the auth-service's MONGODB_DATABASE).
+       */
+      REGISTRY_MONGODB_DATABASE: env.database('auth'),
       SID_TTL_SECONDS: env.int(30 * DAY, 1),
       REFRESH_TTL_SECONDS: env.int(45 * DAY, 1),
       /** No refresh past this long after the sign-in (and no sid or refresh token outlives it). */
@@ -47,6 +54,12 @@ export function loadConfig(source: NodeJS.ProcessEnv = process.env) {
     throw new ConfigError(
       'INTERNAL_SECRET_CONTENT_SERVICE',
       'must differ from INTERNAL_SECRET_AUTH_SERVICE: the secret tells the callers apart',
+    );
+  }
+  if (c.REGISTRY_MONGODB_DATABASE === c.MONGODB_DATABASE) {
+    throw new ConfigError(
+      'REGISTRY_MONGODB_DATABASE',
+      "must name the auth-service's database, not the session-service's own (MONGODB_DATABASE)",
     );
   }
   return { ...c, REDIS_TARGET: redisTarget(c) };

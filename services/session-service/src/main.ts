@@ -6,8 +6,7 @@ import { buildApp, internalCallers } from './app';
 import { loadConfig } from './config';
 import { SessionService } from './sessions/SessionService';
 import { SessionSweeper } from './sessions/SessionSweeper';
-import { HttpApiKeyVerifier } from './clients/ApiKeyVerifier';
-import { HttpRegistrationChecker } from './clients/RegistrationChecker';
+import { ApiKeyStore, UserRegistry } from '@cp/registry';
 import { SessionRepository } from './store/SessionRepository';
 
 startService({
@@ -16,6 +15,9 @@ startService({
   build: async ({ config, logger, audit }) => {
     const mongo = await connectMongo(config, 50);
     const repo = new SessionRepository(mongo.db);
+    // The auth-service's database on the same server, read at each refresh (api key, registration):
+    // the session-service calls no other service, so a refresh works while the auth-service is down.
+    const registry = mongo.client.db(config.REGISTRY_MONGODB_DATABASE);
     await repo.ensureIndexes();
     const redis = connectRedis(config.REDIS_TARGET, logger, { commandTimeoutMs: config.REDIS_TIMEOUT_MS });
     const sessions = new SessionService(
@@ -29,7 +31,7 @@ startService({
         graceMs: config.REFRESH_GRACE_SECONDS * 1000,
       },
       logger,
-      new HttpRegistrationChecker(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
+      new UserRegistry(registry),
     );
     const sweeper = new SessionSweeper(
       repo,
@@ -49,7 +51,7 @@ startService({
       logger,
       metrics,
       sessions,
-      apiKeys: new HttpApiKeyVerifier(config.AUTH_SERVICE_URL, config.AUTH_SERVICE_INTERNAL_SECRET),
+      apiKeys: new ApiKeyStore(registry),
       internalCallers: internalCallers({
         authService: config.INTERNAL_SECRET_AUTH_SERVICE,
         contentService: config.INTERNAL_SECRET_CONTENT_SERVICE,

@@ -4,25 +4,34 @@ describe('session-service settings', () => {
   const base = {
     MONGODB_URL: 'mongodb://127.0.0.1:27017',
     REDIS_URL: 'redis://127.0.0.1:6379',
-    AUTH_SERVICE_URL: 'http://auth:8080',
     INTERNAL_SECRET_AUTH_SERVICE: 'a'.repeat(24),
     INTERNAL_SECRET_CONTENT_SERVICE: 'c'.repeat(24),
-    AUTH_SERVICE_INTERNAL_SECRET: 's'.repeat(24),
   };
 
-  it('takes one secret per caller and the one it sends, with rate limits on by default', () => {
+  it('takes one secret per caller, with rate limits on by default, and reads the registry from the auth database', () => {
     const c = loadConfig(base);
     expect(c.RATE_LIMIT_ENABLED).toBe(true);
     expect(c.TRUSTED_PROXY_HOPS).toBe(1);
+    expect([c.MONGODB_DATABASE, c.REGISTRY_MONGODB_DATABASE]).toEqual(['sessions', 'auth']);
+  });
+
+  it('calls no other service: refuses the auth-service settings it once read, and the registry in its own database', () => {
+    for (const variable of ['AUTH_SERVICE_URL', 'AUTH_SERVICE_INTERNAL_SECRET'])
+      expect(() => loadConfig({ ...base, [variable]: 's'.repeat(24) })).toThrow(
+        new RegExp(`${variable}: is no longer read: the session-service no longer calls the auth-service`),
+      );
+    expect(() => loadConfig({ ...base, REGISTRY_MONGODB_DATABASE: 'sessions' })).toThrow(
+      /REGISTRY_MONGODB_DATABASE: must name the auth-service's database/,
+    );
   });
 
   it('names a missing or short secret without printing its value', () => {
     const { INTERNAL_SECRET_CONTENT_SERVICE: _, ...missing } = base;
     expect(() => loadConfig(missing)).toThrow(/INTERNAL_SECRET_CONTENT_SERVICE: is required/);
-    expect(() => loadConfig({ ...base, AUTH_SERVICE_INTERNAL_SECRET: 'short-secret' })).toThrow(
-      /AUTH_SERVICE_INTERNAL_SECRET: invalid value \(hidden\)/,
+    expect(() => loadConfig({ ...base, INTERNAL_SECRET_AUTH_SERVICE: 'short-secret' })).toThrow(
+      /INTERNAL_SECRET_AUTH_SERVICE: invalid value \(hidden\)/,
     );
-    expect(() => loadConfig({ ...base, AUTH_SERVICE_INTERNAL_SECRET: 'short-secret' })).not.toThrow(/short-secret/);
+    expect(() => loadConfig({ ...base, INTERNAL_SECRET_AUTH_SERVICE: 'short-secret' })).not.toThrow(/short-secret/);
   });
 
   it('refuses one secret for two callers, and the old shared INTERNAL_SECRET', () => {

@@ -7,7 +7,7 @@ import { Db, MongoClient } from 'mongodb';
 import { createLogger } from '@cp/logging';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import { SessionCache, tokenHash } from '@cp/session-cache';
-import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
+import type { RegistrationChecker } from '@cp/registry';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionSweeper } from '../src/sessions/SessionSweeper';
 import { SessionRepository } from '../src/store/SessionRepository';

@@ -69,7 +69,5 @@ function serviceEnv(): NodeJS.ProcessEnv {
     MONGODB_URL: 'mongodb://127.0.0.1:27017',
     INTERNAL_SECRET_AUTH_SERVICE: 'a'.repeat(16),
     INTERNAL_SECRET_CONTENT_SERVICE: 'c'.repeat(16),
-    AUTH_SERVICE_URL: 'http://127.0.0.1:1',
-    AUTH_SERVICE_INTERNAL_SECRET: 's'.repeat(16),
   };
 }

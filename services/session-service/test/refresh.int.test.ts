@@ -11,7 +11,7 @@ import { SessionCache, tokenHash } from '@cp/session-cache';
 import type { Clock } from '@cp/service-kit';
 import { openPair } from '../src/sessions/SealedPair';
 import { SessionService, type IssuedPair, type SessionLifetimes } from '../src/sessions/SessionService';
-import type { Registration, RegistrationChecker } from '../src/clients/RegistrationChecker';
+import type { Registration, RegistrationChecker } from '@cp/registry';
 import { SessionRepository, type PairDoc, type RotationDoc } from '../src/store/SessionRepository';
 
 const DAY = 24 * 3600 * 1000;

@@ -8,7 +8,7 @@ import type { Clock } from '@cp/service-kit';
 import { SessionService } from '../src/sessions/SessionService';
 import { SessionCache, tokenHash } from '@cp/session-cache';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
-import type { RegistrationChecker } from '../src/clients/RegistrationChecker';
+import type { RegistrationChecker } from '@cp/registry';
 import { SessionRepository } from '../src/store/SessionRepository';
 import { closedPort } from './support/closedPort';
 

@@ -15,9 +15,8 @@ import {
   type ParsedCertificate,
 } from '../certificates/CertificateText';
 import { ChainValidator } from '../certificates/ChainValidator';
-import { ApiKeyStore } from '../store/ApiKeyStore';
+import { ApiKeyStore, ThumbprintTaken, UserRegistry } from '@cp/registry';
 import { TrustStore } from '../store/TrustStore';
-import { ThumbprintTaken, UserRegistry } from '../store/UserRegistry';
 
 const USAGE = `usage:
   admin user add --user <uuid> --owner <uuid> [--owner <uuid> ...] [--cert <pem file> ...]

@@ -6,7 +6,7 @@ import { CertUnreadable, parseCertificates, TooManyCertificates } from '../certi
 import type { ChainValidator } from '../certificates/ChainValidator';
 import type { RndStore } from '../store/RndStore';
 import type { SessionCreator, SessionPair } from '../clients/SessionClient';
-import type { UserRegistry } from '../store/UserRegistry';
+import type { UserRegistry } from '@cp/registry';
 import type { Clock } from '@cp/service-kit';
 import { envelopeFor, UnsupportedKey } from './EnvelopedRnd';
 

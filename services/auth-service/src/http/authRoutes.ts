@@ -2,7 +2,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { ServiceError } from '@cp/errors';
 import { HEADERS, headerKey } from '@cp/protocol';
 import type { CertificateSignIn } from '../challenges/CertificateSignIn';
-import type { ApiKeyStore } from '../store/ApiKeyStore';
+import type { ApiKeyStore } from '@cp/registry';
 
 const PREFIX = /^\/auth\/(v5\.\d+)\/(authenticate-by-cert|approve-cert)\/?$/;
 

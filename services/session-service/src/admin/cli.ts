@@ -10,7 +10,7 @@ import { closeRedis, connectRedis, redisReady } from '@cp/redis';
 import { systemClock } from '@cp/service-kit';
 import { SessionService } from '../sessions/SessionService';
 import { SessionCache } from '@cp/session-cache';
-import type { RegistrationChecker } from '../clients/RegistrationChecker';
+import type { RegistrationChecker } from '@cp/registry';
 import { SessionRepository } from '../store/SessionRepository';
 
 const USAGE = `usage:

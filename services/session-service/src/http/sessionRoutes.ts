@@ -1,7 +1,7 @@
 import express, { Router, type Request } from 'express';
 import { ServiceError } from '@cp/errors';
 import { HEADERS, headerKey } from '@cp/protocol';
-import type { ApiKeyChecker } from '../clients/ApiKeyVerifier';
+import type { ApiKeyChecker } from '@cp/registry';
 import type { SessionService } from '../sessions/SessionService';
 
 const REFRESH_PATH = /^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/;

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { newToken, sameHash, tokenHash, type SessionCache } from '@cp/session-cache';
-import type { RegistrationChecker } from '../clients/RegistrationChecker';
+import type { RegistrationChecker } from '@cp/registry';
 import type { FamilyDoc, NextPair, RotationDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from '@cp/service-kit';
 import { openPair, sealPair } from './SealedPair';

@@ -15,13 +15,26 @@ export interface CertificateDoc {
   addedAt: Date;
 }
 
+/** What the registry says about a signed-in user and the certificate they signed in with. */
+export type Registration =
+  { registered: true; owners: string[] } | { registered: false; reason: 'UserRemoved' | 'CertificateRemoved' };
+
+/** Whether a user (and a certificate of theirs) is still registered: asked at every refresh. */
+export interface RegistrationChecker {
+  check(userId: string, thumbprint: string | undefined): Promise<Registration>;
+}
+
 export class ThumbprintTaken extends Error {
   override readonly name = 'ThumbprintTaken';
   readonly code = 'CP_ERR_THUMBPRINT_TAKEN';
 }
 
-/** Users, the owners each may act for, and their certificates by thumbprint. */
-export class UserRegistry {
+/**
+ * Users, the owners each may act for, and their certificates by thumbprint. Written by the
+ * auth-service's operator command; read by the auth-service at sign-in and by the session-service
+ * at refresh (which therefore never calls the auth-service).
+ */
+export class UserRegistry implements RegistrationChecker {
   readonly users: Collection<UserDoc>;
   readonly certificates: Collection<CertificateDoc>;
 
@@ -40,6 +53,21 @@ export class UserRegistry {
 
   async user(userId: string): Promise<UserDoc | null> {
     return this.users.findOne({ _id: userId.toLowerCase() });
+  }
+
+  /**
+   * Is the user, and the certificate the session signed in with (when it names one), still
+   * registered? Read afresh each time: a removed certificate counts at the next refresh.
+   */
+  async check(userId: string, thumbprint: string | undefined): Promise<Registration> {
+    const [user, cert] = await Promise.all([
+      this.user(userId),
+      thumbprint === undefined ? null : this.certificate(thumbprint),
+    ]);
+    if (!user) return { registered: false, reason: 'UserRemoved' };
+    if (thumbprint !== undefined && (!cert || cert.userId !== user._id))
+      return { registered: false, reason: 'CertificateRemoved' };
+    return { registered: true, owners: user.owners };
   }
 
   /** Creates the user or adds owners to it (operator command; not raced by requests). */

@@ -14,8 +14,16 @@ export interface ApiKeyGrant {
   allowFree: boolean;
 }
 
-/** Api keys: created by the operator, checked on every sign-in and refresh. */
-export class ApiKeyStore {
+/** Whether an api key is registered (the session-service's question at every refresh). */
+export interface ApiKeyChecker {
+  isValid(apiKey: string): Promise<boolean>;
+}
+
+/**
+ * Api keys: created by the operator, checked on every sign-in (by the auth-service) and every
+ * refresh (by the session-service), each reading the same collection.
+ */
+export class ApiKeyStore implements ApiKeyChecker {
   private readonly docs: Collection<ApiKeyDoc>;
   private readonly known = new Map<string, { until: number; grant: ApiKeyGrant }>();
 

@@ -1,11 +1,13 @@
-// ApiKeyStore against the real MongoDB-compatible server: key format, --allow-free grants, the
-// memory copy's semantics, and keys made before keys were 256-bit hex.
+// The registry against the real MongoDB-compatible server. ApiKeyStore: key format, --allow-free
+// grants, the memory copy's semantics, and keys made before keys were 256-bit hex. UserRegistry:
+// the registration verdict a refresh asks for.
 import { createHash, randomUUID } from 'node:crypto';
-import { MongoClient, type Db } from 'mongodb';
+import { Binary, MongoClient, type Db } from 'mongodb';
 import { testStack } from '../../../test-e2e/support/stack';
-import { ApiKeyStore } from '../src/store/ApiKeyStore';
+import { ApiKeyStore } from '../src/ApiKeyStore';
+import { UserRegistry } from '../src/UserRegistry';
 
-describe('api keys', () => {
+describe('the registry', () => {
   let mongo: MongoClient;
   let db: Db;
 
@@ -66,5 +68,44 @@ describe('api keys', () => {
     expect(await replica.isValid(other)).toBe(true);
     expect(await replica.revoke(other)).toBe(true);
     expect(await replica.isValid(other)).toBe(false);
+  });
+
+  describe('registrations', () => {
+    const cert = (thumbprint: string, userId: string) => ({
+      _id: thumbprint,
+      userId,
+      subject: 'CN=t',
+      notAfter: new Date(Date.now() + 3600_000),
+      der: new Binary(Buffer.from([0])),
+      addedAt: new Date(),
+    });
+
+    it('say registered with the owners listed now, and name what was removed otherwise', async () => {
+      const registry = new UserRegistry(db);
+      const [user, other] = [randomUUID(), randomUUID()];
+      const [owner, added] = [randomUUID(), randomUUID()];
+      const thumbprint = 'A'.repeat(40);
+      await registry.upsertUser(user, [owner], new Date());
+      await registry.upsertUser(other, [randomUUID()], new Date());
+      await registry.addCertificate(cert(thumbprint, user));
+      await registry.addCertificate(cert('B'.repeat(40), other));
+
+      expect(await registry.check(user, thumbprint)).toEqual({ registered: true, owners: [owner] });
+      expect(await registry.check(user.toUpperCase(), thumbprint.toLowerCase())).toEqual({
+        registered: true,
+        owners: [owner],
+      });
+      expect(await registry.check(user, undefined)).toEqual({ registered: true, owners: [owner] });
+      await registry.upsertUser(user, [added], new Date());
+      expect(await registry.check(user, thumbprint)).toEqual({ registered: true, owners: [owner, added] });
+      // Another user's certificate is not this user's.
+      expect(await registry.check(user, 'B'.repeat(40))).toEqual({ registered: false, reason: 'CertificateRemoved' });
+      expect(await registry.removeCertificate(thumbprint)).toBe(true);
+      expect(await registry.check(user, thumbprint)).toEqual({ registered: false, reason: 'CertificateRemoved' });
+      expect(await registry.check(user, undefined)).toEqual({ registered: true, owners: [owner, added] });
+      await db.collection('users').deleteOne({ _id: user as never });
+      expect(await registry.check(user, undefined)).toEqual({ registered: false, reason: 'UserRemoved' });
+      expect(await registry.check(user, 'B'.repeat(40))).toEqual({ registered: false, reason: 'UserRemoved' });
+    });
   });
 });
