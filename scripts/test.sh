@@ -8,4 +8,20 @@ bash deploy/local/backing-servers.sh start
 # Debian's Prometheus, which test-e2e/prometheus.e2e.test.ts runs against the stack (when missing).
 bash deploy/checks/install-tools.sh prometheus
 eval "$(bash deploy/local/backing-servers.sh env)"
-exec pnpm exec jest --ci "$@"
+# The tests' temporary files (test CAs, downloads, proxies' state) go to a directory of this run,
+# removed when every test passed and kept for a look otherwise; jest's transform cache stays
+# where it was, so a run is not cold for that.
+tmp=${TMPDIR:-/tmp}
+scratch=$(mktemp -d "$tmp/cp-tests.XXXXXX")
+status=0
+jest() { TMPDIR=$scratch pnpm exec jest --ci --cacheDirectory "$tmp/jest_content-platform" "$@"; }
+if [ $# -gt 0 ]; then
+  jest "$@" || status=$?
+else
+  # Everything, then the fault cases (outages of the backing servers under traffic, with 5 s
+  # bounds) on their own, so that no other test file competes with them for the cores.
+  jest --selectProjects unit system || status=$?
+  jest --selectProjects faults --maxWorkers 1 || status=$?
+fi
+if [ "$status" -eq 0 ]; then rm -rf "$scratch"; else echo "test: temporary files kept in $scratch" >&2; fi
+exit "$status"
