@@ -34,7 +34,8 @@ github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION charts/gateway-helm/charts/
 "
 export PATH="$TOOLS_DIR:$PATH"
 
-log() { printf 'install-tools: %s\n' "$*" >&2; }
+# Each line says when it came, in seconds since the start: what each tool cost to fetch or build.
+log() { printf 'install-tools: [%4ss] %s\n' "$SECONDS" "$*" >&2; }
 
 apt_install() {
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo

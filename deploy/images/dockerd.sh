@@ -67,6 +67,12 @@ stop() {
     kill -0 "$pid" 2>/dev/null && { log "pid $pid still runs after 30 s"; exit 1; }
   fi
   rm -f "$PIDFILE"
+  # dockerd leaves its default network namespace bind-mounted under the exec root; unmounted here
+  # so that nothing of the daemon stays behind.
+  local mount
+  for mount in $(awk -v root="$RUN_DIR/exec/" 'index($5, root) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
+    umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || log "could not unmount $mount"
+  done
   log "stopped (pid $pid)"
 }
 
