@@ -15,7 +15,8 @@ const MONITORING_NAMESPACE = 'monitoring';
 /** Who may open connections to whom: the gateway takes traffic from the edge proxies only. */
 const CALLERS: Record<string, string[]> = {
   'content-service': ['gateway'],
-  'auth-service': ['gateway', 'session-service'],
+  // Calls go one way: the session-service reads the registry's database, it never calls the auth-service.
+  'auth-service': ['gateway'],
   'session-service': ['gateway', 'auth-service', 'content-service'],
 };
 const SECRET_LOOKING = /SECRET|PASSWORD|TOKEN|ACCESS_KEY|PRIVATE|^MONGODB_URL$|^REDIS_URL$/;
