@@ -97,9 +97,8 @@ step "service images" $t
 
 # 4. The backing servers.
 t=$SECONDS
-if [ ! -x "$TOOLS_DIR/versitygw" ] || [ ! -x "$TOOLS_DIR/ferretdb" ]; then
-  CP_TOOLS_DIR="$TOOLS_DIR" bash deploy/local/backing-servers.sh install
-fi
+# Builds what is missing or out of date (a FerretDB of another build), else returns at once.
+CP_TOOLS_DIR="$TOOLS_DIR" bash deploy/local/backing-servers.sh install
 mkdir -p "$ctx/backing"
 cp -p "$TOOLS_DIR/versitygw" "$TOOLS_DIR/ferretdb" deploy/images/http-ok deploy/images/redis-entrypoint "$ctx/backing/"
 for entry in "${BACKING_IMAGES[@]}"; do

@@ -25,6 +25,9 @@ need_go() {
   source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/use-go.sh"
   use_go
 }
+# Every Go build of the project (these servers, the deploy-check tools, the cluster's binaries) is
+# static and -trimpath: one build configuration, so that Go's build cache compiles the standard
+# library and any dependency at a version two of them share once, not once per configuration.
 
 apt_install() {
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
@@ -32,10 +35,18 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
 }
 
+# What the FerretDB build changes in its source (the stamp names it, so that a binary built before
+# is built again). With SQLite, FerretDB v1 finds a lone `_id` (find, update, delete) with the
+# expression `_ferretdb_sjson->'$._id'`, while the unique index it keeps on every collection is on
+# `_ferretdb_sjson->"_id"`: the same value, but SQLite uses an expression index only for the same
+# expression, so every lookup by `_id` scanned the whole collection (FerretDB #4646). The lookup is
+# made with the index's expression; nothing else changes.
+FERRETDB_BUILD="$FERRETDB_VERSION +id-lookup-uses-index"
+
 install_ferretdb() {
-  [ -x "$TOOLS_DIR/ferretdb" ] && return
+  [ -x "$TOOLS_DIR/ferretdb" ] && [ "$(cat "$TOOLS_DIR/ferretdb.build" 2>/dev/null)" = "$FERRETDB_BUILD" ] && return
   need_go
-  log "building FerretDB $FERRETDB_VERSION (about a minute)"
+  log "building FerretDB $FERRETDB_BUILD (about a minute)"
   local work; work=$(mktemp -d)
   # The module is built from its own source tree so that its go.sum pins every dependency;
   # FerretDB refuses to start without build/version/version.txt, which `go install` leaves out.
@@ -43,8 +54,12 @@ install_ferretdb() {
   local src; src=$(cd "$work" && go list -m -f '{{.Dir}}' github.com/FerretDB/FerretDB)
   cp -r "$src" "$work/src" && chmod -R u+w "$work/src"
   echo "$FERRETDB_VERSION" > "$work/src/build/version/version.txt"
+  local meta="$work/src/internal/backends/sqlite/metadata/metadata.go"
+  sed -i "s|IDColumn = DefaultColumn + \"->'\\\$._id'\"|IDColumn = DefaultColumn + \"->'_id'\"|" "$meta"
+  grep -q "IDColumn = DefaultColumn + \"->'_id'\"" "$meta" || { log "FerretDB: the _id lookup was not found to change in $meta"; exit 1; }
   mkdir -p "$TOOLS_DIR"
-  (cd "$work/src" && GOFLAGS=-buildvcs=false go build -o "$TOOLS_DIR/ferretdb" ./cmd/ferretdb)
+  (cd "$work/src" && CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -trimpath -o "$TOOLS_DIR/ferretdb" ./cmd/ferretdb)
+  echo "$FERRETDB_BUILD" >"$TOOLS_DIR/ferretdb.build"
   rm -rf "$work"
 }
 
@@ -53,7 +68,7 @@ install_versitygw() {
   need_go
   log "building versitygw $VERSITYGW_VERSION (about two minutes)"
   mkdir -p "$TOOLS_DIR"
-  GOBIN="$TOOLS_DIR" GOFLAGS=-buildvcs=false go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  CGO_ENABLED=0 GOBIN="$TOOLS_DIR" GOFLAGS=-buildvcs=false go install -trimpath "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 }
 
 install_redis() {
