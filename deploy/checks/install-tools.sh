@@ -4,6 +4,7 @@
 #   kustomize      `kubectl kustomize` when kubectl is there; else kustomize v5 built from the Go proxy
 #   kubectl-validate  sigs.k8s.io/kubectl-validate v0.0.4 (Kubernetes schemas built in, no cluster)
 #   chromium       Debian's package, for the /docs page test (skipped with --no-chromium)
+#   (kubectl-validate is skipped with --no-kubectl-validate)
 #   promtool       Debian's package prometheus, for the alert rules' checks and unit tests (and
 #                  the Prometheus server test-e2e/prometheus.e2e.test.ts runs: `install-tools.sh prometheus`)
 # and, into $HOME/.cache/content-platform/crds, the CustomResourceDefinitions the manifests use, so
@@ -117,11 +118,22 @@ install_promtool() {
 }
 
 # `install-tools.sh prometheus`: Prometheus and promtool alone (scripts/test.sh, for
-# test-e2e/prometheus.e2e.test.ts).
+# test-e2e/prometheus.e2e.test.ts); `install-tools.sh crds`: the CRD files alone
+# (deploy/cluster/validate.sh).
 if [ "${1:-}" = "prometheus" ]; then install_promtool; exit 0; fi
+if [ "${1:-}" = "crds" ]; then install_crds; exit 0; fi
 
+# Options: --no-chromium, --no-kubectl-validate (run.sh --no-schemas).
+chromium=1 validator=1
+for arg in "$@"; do
+  case $arg in
+    --no-chromium) chromium= ;;
+    --no-kubectl-validate) validator= ;;
+    *) log "unknown option $arg"; exit 2 ;;
+  esac
+done
 install_kustomize
-install_kubectl_validate
+if [ -n "$validator" ]; then install_kubectl_validate; fi
 install_promtool
 install_crds
-if [ "${1:-}" != "--no-chromium" ]; then install_chromium; fi
+if [ -n "$chromium" ]; then install_chromium; fi

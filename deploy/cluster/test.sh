@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The cluster suite (deploy/cluster/suite.js) on the local cluster:
-#   bash deploy/cluster/test.sh           brings the cluster up (up.sh) unless it is up, runs the
+#   bash deploy/cluster/test.sh           brings the cluster up (up.sh) unless it is up, validates
+#                                         every overlay with its API server (validate.sh), runs the
 #                                         suite, and takes down what it brought up
 #   CP_CLUSTER_KEEP=1 bash deploy/cluster/test.sh    leaves it running afterwards
 # Prints each stage's cost and, last, the suite's `N passed, N failed, N not checked`.
@@ -18,6 +19,9 @@ cleanup() {
   if [ -n "$brought_up" ] && [ "${CP_CLUSTER_KEEP:-}" != 1 ]; then bash "$here/down.sh"; fi
 }
 trap cleanup EXIT
+
+# Every overlay of k8s/ validated by this cluster's API server (server-side dry run).
+bash "$here/validate.sh"
 
 cd "$root"
 # Node.js and the workspace packages (@cp/credentials mints the dev tokens).
