@@ -432,7 +432,8 @@ function traffic() {
     try {
       const r = await fn();
       if (!ok(r)) {
-        fail(`${what}: ${r.status} ${r.body.toString().slice(0, 120)}`);
+        // A 5xx's whole error body: its track id finds the service's log line.
+        fail(`${what}: ${r.status} ${r.body.toString().slice(0, r.status >= 500 ? 600 : 120)}`);
         return null;
       }
       return r;
@@ -645,7 +646,15 @@ check(
     // A throwaway pod in a namespace of its own, with the node image's sh and node.
     const image = getJson(['get', 'deployment', 'gateway']).spec.template.spec.containers[0].image;
     kubectl(['create', 'namespace', 'cluster-suite-outsider'], { check: false });
-    const probe = (target) =>
+    // `kubectl run --rm -i` can miss the output of a container that ends before it attaches (an
+    // empty answer): asked again then, at most three times.
+    const probe = (target) => {
+      for (let attempt = 1; ; attempt++) {
+        const out = probeOnce(target);
+        if (out !== '' || attempt === 3) return out;
+      }
+    };
+    const probeOnce = (target) =>
       kubectl(
         [
           '-n',
