@@ -7,15 +7,19 @@
 //    size straight to the same S3 server with @aws-sdk/client-s3 (the gets and heads read the very
 //    objects the gateway serves), each for --seconds at --concurrency in flight, keep-alive on both
 //    sides. Reads run before writes, so they see exactly the count they are labelled with.
-// 2. Registers --users users (a certificate each) and --sessions sessions in the databases, in bulk,
-//    with documents made by the services' own store classes (their built dist/), holds nine in ten
-//    of the sessions in the sid cache as sign-in does, then measures certificate sign-in, refresh
-//    of a random stored session and a content GET authorised by the auth.sid of a random held
-//    session and of one not held (with a Bearer GET at the same concurrency for reference).
+// 2. Registers --users users (a certificate each) and 1,000 sessions in the databases, in bulk, with
+//    documents made by the services' own store classes (their built dist/), each session held in
+//    the sid cache as sign-in holds it; measures certificate sign-in, refresh of a random stored
+//    session, a content GET authorised by the auth.sid of a held session and one of a session the
+//    cache does not hold (its entry deleted just before), with a Bearer GET at the same concurrency
+//    for reference; then registers sessions up to --sessions and measures the same again.
 // With --traced, a second stack of the same services on the same bucket and databases (a replica
 // set of its own) traces every request (OTEL_TRACES_SAMPLER=always_on, spans sent as OTLP/HTTP JSON
 // to a receiver in this process that reads and drops them): at each point its POST, GET and HEAD
-// run right after the untraced stack's, and the summary sets their CPU per request side by side.
+// run right after the untraced stack's, and the summary sets their CPU per request side by side;
+// then both stacks are sent the same request rate (half the lower of their two), in alternating
+// rounds, since a stack driven at its own saturation answers at another rate, and CPU per request
+// changes with the rate.
 // Every phase also reports the CPU time each process spent per request (utime + stime from
 // /proc/<pid>/stat). The S3, MongoDB-compatible and Redis servers are shared with whatever else runs
 // on the machine: their CPU includes any other user's load (the idle rates printed first tell).
@@ -73,9 +77,16 @@ const SIGNIN_CONCURRENCY = num('signin-concurrency', 8);
 const TRACED = 'traced' in args;
 if (TRACED && args.traced !== undefined) usage('--traced takes no value');
 const FIRST_POINT = 1000;
+// Sign-in, refresh and the sid GETs are measured at this many sessions, then at --sessions.
+const SIGNIN_FIRST_POINT = 1000;
 const WARM_UP_CONTENTS = 100;
 const WARM_UP_SECONDS = 3;
 const SIZE = 10 * 1024;
+// With --traced, CPU per request of both stacks is also compared at one load: this share of the
+// lower of their saturated rates, in rounds of this length, alternating which stack goes first.
+const EQUAL_LOAD_SHARE = 0.5;
+const EQUAL_ROUNDS = 4;
+const EQUAL_SECONDS = 4;
 const SEED_IN_FLIGHT = 32;
 const PROGRESS_EVERY_MS = 5000;
 if (CONTENTS < FIRST_POINT) usage(`--contents must be at least ${FIRST_POINT}`);
@@ -121,6 +132,41 @@ async function forDuration(workers, seconds, op, maxCount = Infinity) {
     }),
   );
   return { latencies, errors, firstError, seconds: (performance.now() - t0) / 1000 };
+}
+
+/**
+ * Sends one `op()` every 1/`rate` s for `seconds` (at most `maxInFlight` at once: one that would pass
+ * that is counted as missed), whatever came back; catches up after a late timer. For comparing CPU
+ * per request of two stacks at the same load rather than each at its own saturation.
+ */
+async function paced(rate, maxInFlight, seconds, op) {
+  const inFlight = new Set();
+  let done = 0;
+  let errors = 0;
+  let missed = 0;
+  let firstError;
+  const interval = 1000 / rate;
+  const t0 = performance.now();
+  const until = t0 + seconds * 1000;
+  for (let next = t0; next < until; next += interval) {
+    const wait = next - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (inFlight.size >= maxInFlight) {
+      missed++;
+      continue;
+    }
+    const sent = op(0).then(
+      () => void done++,
+      (error) => {
+        errors++;
+        firstError ??= error.message ?? String(error);
+      },
+    );
+    inFlight.add(sent);
+    sent.finally(() => inFlight.delete(sent));
+  }
+  await Promise.all(inFlight);
+  return { done, errors, missed, firstError, seconds: (performance.now() - t0) / 1000 };
 }
 
 /** The processes whose CPU is read around each phase: { short name: { pid, label } }. */
@@ -211,10 +257,12 @@ async function main() {
   const contents = []; // { owner, id } of every stored content
   const directKeys = []; // objects PutObject wrote straight to S3
   let cleaned = false;
+  let closeSignIn; // the sign-in seeding's MongoDB and Redis clients, once open
   const cleanup = async () => {
     if (cleaned) return;
     cleaned = true;
     const t = performance.now();
+    await closeSignIn?.().catch(() => undefined);
     await stack.stop();
     await traced?.stop();
     sink?.close();
@@ -378,6 +426,39 @@ async function main() {
         label: 'content-service (traced)',
       },
     };
+    // Both stacks at the same request rate, alternating rounds; medians of each stack's CPU-ms per
+    // request (gateway + content-service) and the spread of the untraced rounds (the run's noise).
+    const cpuOfStack = (s) =>
+      ['gateway', 'content-service'].reduce((n, name) => n + cpuMs(s.services.find((x) => x.name === name).pid), 0);
+    const equalLoad = async (label, offOp, onOp, saturatedRate) => {
+      const rate = Math.max(10, Math.round(saturatedRate * EQUAL_LOAD_SHARE));
+      const runs = { off: [], on: [] };
+      let missed = 0;
+      for (let round = 0; round < EQUAL_ROUNDS; round++) {
+        for (const which of round % 2 === 0 ? ['off', 'on'] : ['on', 'off']) {
+          const s = which === 'off' ? stack : traced;
+          const before = cpuOfStack(s);
+          const r = await paced(rate, CONCURRENCY, EQUAL_SECONDS, which === 'off' ? offOp : onOp);
+          if (r.errors) throw new Error(`${label} (${which}): ${r.errors} failed, first: ${r.firstError}`);
+          missed += r.missed;
+          runs[which].push({ cpu: (cpuOfStack(s) - before) / r.done, rate: r.done / r.seconds });
+        }
+      }
+      const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+      const offCpu = runs.off.map((r) => r.cpu);
+      const row = {
+        rate,
+        missed,
+        off: { cpu: median(offCpu), rate: median(runs.off.map((r) => r.rate)) },
+        on: { cpu: median(runs.on.map((r) => r.cpu)), rate: median(runs.on.map((r) => r.rate)) },
+        spread: (Math.max(...offCpu) - Math.min(...offCpu)) / median(offCpu),
+      };
+      log(
+        `${`${label} at ${rate}/s`.padEnd(34)} cpu-ms/request off ${fmt(row.off.cpu)}, traced ${fmt(row.on.cpu)}: ` +
+          `${fmt(row.on.cpu / row.off.cpu)} (untraced rounds spread ${(row.spread * 100).toFixed(0)} %${missed ? `, ${missed} requests missed` : ''})`,
+      );
+      return row;
+    };
     const tracedPhase = async (label, op, options) => {
       const untraced = processes;
       processes = { ...processes, ...tracedProcesses };
@@ -481,6 +562,17 @@ async function main() {
           point.rows[name] = await phase(`${name} @${stored}`, o[name], { point: stored });
         if (!tracedFirst) await tracedRun();
       }
+      if (t) {
+        log(`  both stacks at one load (${EQUAL_ROUNDS} rounds of ${EQUAL_SECONDS} s each, alternating, medians):`);
+        point.equal = {};
+        for (const [op, gwName] of PAIRS)
+          point.equal[op] = await equalLoad(
+            `${op} @${stored}`,
+            o[gwName],
+            t[`${op} traced`],
+            Math.min(point.rows[gwName].rate, point.traced[op].rate),
+          );
+      }
       point.after = contents.length;
       points.push(point);
     }
@@ -533,9 +625,10 @@ async function main() {
       });
     }
 
-    // ---- sign-in at scale ----
-    log(`\nregistering ${USERS} users and ${SESSIONS} sessions in bulk, with the services' own store classes:`);
+    // ---- sign-in at scale: at SIGNIN_FIRST_POINT sessions, then at --sessions ----
+    log(`\nregistering ${USERS} users in bulk, with the services' own store classes:`);
     const signin = await seedSignIn(stack, owners);
+    closeSignIn = signin.close;
     const gwUrl = stack.gatewayUrl;
     const signInOnce = async (user) => {
       const a = await request(
@@ -580,93 +673,105 @@ async function main() {
         busy.delete(i);
       }
     };
-    const sopts = { workers: SIGNIN_CONCURRENCY, point: 'signin' };
-    log(
-      `\nwith ${USERS} users and ${SESSIONS} sessions registered (${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each):`,
-    );
-    await forDuration(
-      SIGNIN_CONCURRENCY,
-      2,
-      withFree(USERS, (i) => signInOnce(signin.users[i])),
-      2 * SIGNIN_CONCURRENCY,
-    ); // warm-up
-    const signInRow = await phase(
-      'sign-in (authenticate+approve)',
-      withFree(USERS, (i) => signInOnce(signin.users[i])),
-      sopts,
-    );
-    await settleDatabase();
-    const refreshRow = await phase(
-      'refresh of a stored session',
-      withFree(SESSIONS, async (i) => {
-        const s = signin.sessions[i];
-        // Until its answer comes, the session's pair is unknown: a refresh answered 503 may still
-        // have rotated it (a client would retry within the grace window). Such a session is left
-        // out of the sid GETs below, which would otherwise count its old sid's 401s.
-        s.unknown = true;
-        const r = await request(
-          'POST',
-          `${gwUrl}/sessions/v5.13/sessions/refresh?auth.sid=${s.Sid}&refresh-token=${s.RefreshToken}&api-key=${signin.apiKey}`,
-          {},
-          null,
-          { agent: gwAgent, keep: true },
-        );
-        check(r, 200, 'refresh');
-        const pair = JSON.parse(r.body);
-        s.Sid = pair.Sid;
-        s.RefreshToken = pair.RefreshToken;
-        s.cached = true; // the new pair is held, as any the session-service writes
-        s.unknown = false;
-      }),
-      { ...sopts, mayAllFail: true },
-    );
     const byOwner = new Map(owners.map((o) => [o, []]));
     for (const c of contents) byOwner.get(c.owner).push(c.id);
-    const warm = signin.sessions.filter((s) => s.cached && !s.unknown);
-    const cold = signin.sessions.filter((s) => !s.cached && !s.unknown);
-    const unknown = signin.sessions.length - warm.length - cold.length;
-    if (unknown > 0) log(`  ${unknown} session(s) whose refresh was not answered 200 are left out of the sid GETs`);
-    const getBySid = (among) => async () => {
-      const s = among[Math.floor(Math.random() * among.length)];
-      const ids = byOwner.get(s.owner);
-      const id = ids[Math.floor(Math.random() * ids.length)];
-      const res = await request(
-        'GET',
-        `${gwUrl}/v1/${s.owner}/contents/${id}`,
-        { authorization: `auth.sid ${s.Sid}` },
-        null,
-        opts,
+    const signInPoints = [];
+    for (const target of [...new Set([Math.min(SIGNIN_FIRST_POINT, SESSIONS), SESSIONS])]) {
+      log(`\nregistering sessions up to ${target} in bulk:`);
+      await signin.addSessionsTo(target);
+      const sessions = signin.sessions;
+      const at = `@${sessions.length}`;
+      const sopts = { workers: SIGNIN_CONCURRENCY, point: `signin ${at}` };
+      log(
+        `\nwith ${USERS} users and ${sessions.length} sessions registered (${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each):`,
       );
-      check(res, 200, 'GET with auth.sid');
-    };
-    const sidRow = await phase('GET, auth.sid of a stored session', getBySid(warm), sopts);
-    await settleDatabase();
-    const sidMissRow = await phase('GET, auth.sid not in the sid cache', getBySid(cold), {
-      ...sopts,
-      mayAllFail: true,
-    });
-    const bearerRow = await phase(
-      'GET, Bearer (reference)',
-      async () => {
-        const c = randomContent(contents.length);
-        check(
-          await request('GET', `${gwUrl}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts),
-          200,
-          'GET with Bearer',
+      await forDuration(
+        SIGNIN_CONCURRENCY,
+        2,
+        withFree(USERS, (i) => signInOnce(signin.users[i])),
+        2 * SIGNIN_CONCURRENCY,
+      ); // warm-up
+      const signInRow = await phase(
+        `sign-in (authenticate+approve) ${at}`,
+        withFree(USERS, (i) => signInOnce(signin.users[i])),
+        sopts,
+      );
+      await settleDatabase();
+      const refreshRow = await phase(
+        `refresh of a stored session ${at}`,
+        withFree(sessions.length, async (i) => {
+          const s = sessions[i];
+          // Until its answer comes, the session's pair is unknown: a refresh answered 503 may still
+          // have rotated it (a client would retry within the grace window). Such a session is left
+          // out of the sid GETs below, which would otherwise count its old sid's 401s.
+          s.unknown = true;
+          const r = await request(
+            'POST',
+            `${gwUrl}/sessions/v5.13/sessions/refresh?auth.sid=${s.Sid}&refresh-token=${s.RefreshToken}&api-key=${signin.apiKey}`,
+            {},
+            null,
+            { agent: gwAgent, keep: true },
+          );
+          check(r, 200, 'refresh');
+          const pair = JSON.parse(r.body);
+          s.Sid = pair.Sid;
+          s.RefreshToken = pair.RefreshToken;
+          s.unknown = false;
+        }),
+        { ...sopts, mayAllFail: true },
+      );
+      const known = sessions.filter((s) => !s.unknown);
+      if (known.length < sessions.length)
+        log(
+          `  ${sessions.length - known.length} session(s) whose refresh was not answered 200 are left out of the sid GETs`,
         );
-      },
-      sopts,
-    );
+      const getBySid = async (s) => {
+        const ids = byOwner.get(s.owner);
+        const id = ids[Math.floor(Math.random() * ids.length)];
+        const res = await request(
+          'GET',
+          `${gwUrl}/v1/${s.owner}/contents/${id}`,
+          { authorization: `auth.sid ${s.Sid}` },
+          null,
+          opts,
+        );
+        check(res, 200, 'GET with auth.sid');
+      };
+      const sidRow = await phase(
+        `GET, auth.sid of a held session ${at}`,
+        withFree(known.length, (i) => getBySid(known[i])),
+        sopts,
+      );
+      await settleDatabase();
+      // A session the cache does not hold (evicted, or Redis replaced): its entry is deleted right
+      // before the GET (one Redis DEL, timed with it), which then reads the database and holds it again.
+      const sidMissRow = await phase(
+        `GET, auth.sid not in the sid cache ${at}`,
+        withFree(known.length, async (i) => {
+          await signin.forget(known[i].Sid);
+          await getBySid(known[i]);
+        }),
+        { ...sopts, mayAllFail: true },
+      );
+      const bearerRow = await phase(
+        `GET, Bearer (reference) ${at}`,
+        async () => {
+          const c = randomContent(contents.length);
+          check(
+            await request('GET', `${gwUrl}/v1/${c.owner}/contents/${c.id}`, bearer, null, opts),
+            200,
+            'GET with Bearer',
+          );
+        },
+        sopts,
+      );
+      signInPoints.push({ sessions: sessions.length, rows: [signInRow, refreshRow, sidRow, sidMissRow, bearerRow] });
+    }
 
     summary({
       points,
       seeding,
-      signin,
-      signInRow,
-      refreshRow,
-      sidRow,
-      sidMissRow,
-      bearerRow,
+      signInPoints,
       idle,
       pairs: PAIRS,
       unfinishedRows,
@@ -814,17 +919,13 @@ async function seedSignIn(stack, owners) {
       }
     }),
   );
-  const tUsers = performance.now();
 
   // Sessions: SessionService.create, with the lifetimes the running session-service read from its environment.
   const config = loadConfig({ ...process.env, ...stack.sessionEnv });
   const repoSink = Object.create(SessionRepository.prototype);
-  repoSink.families = collecting();
-  repoSink.pairs = collecting();
-  repoSink.refreshKeys = collecting();
   const quiet = { info() {}, warn() {}, error() {}, debug() {} };
   // What SessionService.create holds in the Redis cache (the sid for its life), written after the documents.
-  const held = [];
+  let held = [];
   const cacheSink = { hold: async (sidHash, session, now) => void held.push([sidHash, session, now]) };
   const service = new SessionService(
     repoSink,
@@ -839,33 +940,60 @@ async function seedSignIn(stack, owners) {
     quiet,
     null,
   );
-  const sessions = new Array(SESSIONS);
-  for (let j = 0; j < SESSIONS; j++) {
-    const u = users[j % USERS];
-    const issued = await service.create(u.userId, u.owners, u.thumbprint);
-    sessions[j] = { Sid: issued.Sid, RefreshToken: issued.RefreshToken, owner: u.owners[0] };
-  }
-  const tMade = performance.now();
 
   const mongo = await MongoClient.connect(stack.backing.MONGODB_URL, { serverSelectionTimeoutMS: 5000 });
+  const { connectRedis, closeRedis } = require(path.join(ROOT, 'libs/redis/dist/index.js'));
+  const { SessionCache, tokenHash } = require(path.join(ROOT, 'libs/session-cache/dist/index.js'));
+  const redis = connectRedis(stack.backing.REDIS_URL, quiet);
+  const close = async () => {
+    await mongo.close();
+    await closeRedis(redis);
+  };
   const written = {};
+  const registry = new UserRegistry(mongo.db(stack.authDatabase));
+  const repo = new SessionRepository(mongo.db(stack.sessionEnv.MONGODB_DATABASE));
+  const bulk = async (name, collection, docs) => {
+    const t = performance.now();
+    for (let k = 0; k < docs.length; k += 1000)
+      await collection.insertMany(docs.slice(k, k + 1000), { ordered: false });
+    const w = (written[name] ??= { count: 0, seconds: 0 });
+    w.count += docs.length;
+    w.seconds += (performance.now() - t) / 1000;
+    log(`  ${name}: ${docs.length} documents in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  };
   try {
-    const registry = new UserRegistry(mongo.db(stack.authDatabase));
-    const repo = new SessionRepository(mongo.db(stack.sessionEnv.MONGODB_DATABASE));
     await registry.ensureIndexes();
     await repo.ensureIndexes();
-    const bulk = async (name, collection, docs) => {
-      const t = performance.now();
-      for (let k = 0; k < docs.length; k += 1000)
-        await collection.insertMany(docs.slice(k, k + 1000), { ordered: false });
-      written[name] = { count: docs.length, seconds: (performance.now() - t) / 1000 };
-      log(`  ${name}: ${docs.length} documents in ${written[name].seconds.toFixed(1)} s`);
-    };
     await bulk('users', registry.users, registrySink.users.docs);
     await bulk('certificates', registry.certificates, registrySink.certificates.docs);
+    for (let i = 0; i < 250 && !redis.isReady; i++) await new Promise((r) => setTimeout(r, 20));
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const cache = new SessionCache(redis, config.CACHE_TTL_SECONDS, config.SID_TTL_SECONDS);
+  const tUsers = performance.now();
+  log(`  ${USERS} users and certificates made and written in ${((tUsers - t0) / 1000).toFixed(1)} s`);
+
+  const sessions = [];
+  /** Makes and writes sessions until `total` are registered, each held in the sid cache as sign-in holds it. */
+  const addSessionsTo = async (total) => {
+    const t = performance.now();
+    repoSink.families = collecting();
+    repoSink.pairs = collecting();
+    repoSink.refreshKeys = collecting();
+    held = [];
+    const from = sessions.length;
+    for (let j = from; j < total; j++) {
+      const u = users[j % USERS];
+      const issued = await service.create(u.userId, u.owners, u.thumbprint);
+      sessions.push({ Sid: issued.Sid, RefreshToken: issued.RefreshToken, owner: u.owners[0] });
+    }
     await bulk('session_families', repo.families, repoSink.families.docs);
     await bulk('session_pairs', repo.pairs, repoSink.pairs.docs);
     await bulk('session_refresh_keys', repo.refreshKeys, repoSink.refreshKeys.docs);
+    for (let k = 0; k < held.length; k += 1000)
+      await Promise.all(held.slice(k, k + 1000).map(([h, session, now]) => cache.hold(h, session, now)));
     const counted = {
       users: await registry.users.countDocuments(),
       certificates: await registry.certificates.countDocuments(),
@@ -873,46 +1001,26 @@ async function seedSignIn(stack, owners) {
       pairs: await repo.pairs.countDocuments(),
     };
     log(
-      `  in the databases now: ${counted.users} users, ${counted.certificates} certificates, ${counted.families} session families, ${counted.pairs} session pairs`,
+      `  ${total - from} sessions made, written and held in the sid cache in ${((performance.now() - t) / 1000).toFixed(1)} s; ` +
+        `in the databases now: ${counted.users} users, ${counted.certificates} certificates, ${counted.families} session families, ${counted.pairs} session pairs`,
     );
-    if (counted.users < USERS || counted.pairs < SESSIONS)
+    if (counted.users < USERS || counted.pairs < total)
       throw new Error(`seeding sign-in: fewer documents than asked for: ${JSON.stringify(counted)}`);
-  } finally {
-    await mongo.close();
-  }
-  // The cache, as the session-service fills it at each sign-in, for all but the last tenth of the
-  // sessions: those stand for sessions the cache lost (evicted, Redis replaced) or never held.
-  const { connectRedis, closeRedis } = require(path.join(ROOT, 'libs/redis/dist/index.js'));
-  const { SessionCache } = require(path.join(ROOT, 'libs/session-cache/dist/index.js'));
-  const redis = connectRedis(stack.backing.REDIS_URL, quiet);
-  try {
-    for (let i = 0; i < 250 && !redis.isReady; i++) await new Promise((r) => setTimeout(r, 20));
-    const cache = new SessionCache(redis, config.CACHE_TTL_SECONDS, config.SID_TTL_SECONDS);
-    const t = performance.now();
-    const warm = SESSIONS - Math.floor(SESSIONS / 10);
-    for (let k = 0; k < warm; k += 1000)
-      await Promise.all(
-        held.slice(k, Math.min(k + 1000, warm)).map(([h, session, now]) => cache.hold(h, session, now)),
-      );
-    for (let j = 0; j < SESSIONS; j++) sessions[j].cached = j < warm;
-    log(
-      `  the sid cache: ${warm} sessions held, as sign-in holds them, in ${((performance.now() - t) / 1000).toFixed(1)} s`,
-    );
-  } finally {
-    await closeRedis(redis);
-  }
-  const tDone = performance.now();
-  const timing = {
-    certificates: (tUsers - t0) / 1000,
-    sessionsMade: (tMade - tUsers) / 1000,
-    inserts: (tDone - tMade) / 1000,
-    total: (tDone - t0) / 1000,
   };
-  log(
-    `  ${USERS} users and certificates made in ${timing.certificates.toFixed(1)} s, ${SESSIONS} sessions made in ${timing.sessionsMade.toFixed(1)} s, ` +
-      `written in ${timing.inserts.toFixed(1)} s`,
-  );
-  return { apiKey, users, sessions, pkcs8: new Uint8Array(userKey.privateKey).buffer, timing, written };
+  // The cache entry of a sid (SessionCache's key, `sess:<sidHash>`), removed as an eviction would.
+  const forget = async (sid) => {
+    await redis.del(`sess:${tokenHash(sid)}`);
+  };
+  return {
+    apiKey,
+    users,
+    sessions,
+    pkcs8: new Uint8Array(userKey.privateKey).buffer,
+    written,
+    addSessionsTo,
+    forget,
+    close,
+  };
 }
 
 /** Where the traced stack sends its spans: read, counted and dropped. */
@@ -926,20 +1034,7 @@ async function spanSink() {
   return { url: `http://127.0.0.1:${server.address().port}`, bytes: () => bytes, close: () => server.close() };
 }
 
-function summary({
-  points,
-  seeding,
-  signin,
-  signInRow,
-  refreshRow,
-  sidRow,
-  sidMissRow,
-  bearerRow,
-  idle,
-  pairs,
-  unfinishedRows,
-  spanBytes,
-}) {
+function summary({ points, seeding, signInPoints, idle, pairs, unfinishedRows, spanBytes }) {
   const names = Object.keys(processes);
   const ratio = (a, b) => (a === undefined || b === undefined || !b ? 'n/a' : (a / b).toFixed(2));
   const line = (cells, widths) =>
@@ -1007,6 +1102,28 @@ function summary({
           ),
         );
       }
+    log(
+      `\nthe same at one load: both stacks sent ${EQUAL_LOAD_SHARE * 100} % of the lower of their rates above, ${EQUAL_ROUNDS} alternating rounds of ${EQUAL_SECONDS} s, medians:`,
+    );
+    const ew = [22, 9, 9, 9, 9, 9];
+    log(line(['', 'rate/s', 'off CPU', 'on CPU', 'on / off', 'spread'], ew));
+    for (const p of points)
+      for (const [op] of pairs) {
+        const e = p.equal[op];
+        log(
+          line(
+            [
+              `${op} @${p.stored}`,
+              e.rate,
+              fmt(e.off.cpu),
+              fmt(e.on.cpu),
+              ratio(e.on.cpu, e.off.cpu),
+              `${(e.spread * 100).toFixed(0)} %`,
+            ],
+            ew,
+          ),
+        );
+      }
   }
 
   const [few, many] = Object.keys(unfinishedRows).map(Number);
@@ -1019,15 +1136,31 @@ function summary({
   const [a1, b1] = [unfinishedRows[few], unfinishedRows[many]];
   log(line([`${many} / ${few}`, ratio(b1.rate, a1.rate), ratio(b1.p50, a1.p50), ratio(b1.p99, a1.p99), ''], w));
 
-  log(
-    `\nsign-in at scale: ${USERS} users, ${SESSIONS} sessions registered (bulk insert: ${signin.timing.total.toFixed(1)} s), ${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each:`,
-  );
-  log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed'], [34, 9, 9, 9, 9]));
-  for (const r of [signInRow, refreshRow, sidRow, sidMissRow, bearerRow])
-    log(line([r.label, fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors], [34, 9, 9, 9, 9]));
-  log(
-    `GET auth.sid / Bearer at ${SIGNIN_CONCURRENCY} in flight: rate ${ratio(sidRow.rate, bearerRow.rate)}, p50 ${ratio(sidRow.p50, bearerRow.p50)}, p99 ${ratio(sidRow.p99, bearerRow.p99)}`,
-  );
+  const sw = [34, 9, 9, 9, 9, 12];
+  for (const p of signInPoints) {
+    log(
+      `\nsign-in at ${USERS} users and ${p.sessions} sessions registered, ${SIGNIN_CONCURRENCY} in flight, ${SECONDS} s each:`,
+    );
+    log(line(['', 'rate/s', 'p50 ms', 'p99 ms', 'failed', 'db CPU ms'], sw));
+    for (const r of p.rows)
+      log(
+        line([r.label.replace(/ @\d+$/, ''), fmt(r.rate, 1), fmt(r.p50), fmt(r.p99), r.errors, fmt(r.cpu.mongo)], sw),
+      );
+  }
+  if (signInPoints.length > 1) {
+    const [a, b] = [signInPoints[0], signInPoints[signInPoints.length - 1]];
+    log(`\nat ${b.sessions} vs at ${a.sessions} sessions (ratio later / earlier):`);
+    log(line(['', 'rate', 'p50', 'p99'], sw));
+    a.rows.forEach((ra, i) => {
+      const rb = b.rows[i];
+      log(
+        line(
+          [ra.label.replace(/ @\d+$/, ''), ratio(rb.rate, ra.rate), ratio(rb.p50, ra.p50), ratio(rb.p99, ra.p99)],
+          sw,
+        ),
+      );
+    });
+  }
 
   const cw = [36, ...names.map((n) => Math.max(8, n.length))];
   log('\nCPU-ms per request, by process (seeding: per stored content):');
