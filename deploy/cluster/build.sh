@@ -106,35 +106,12 @@ GO
   build_into etcd "$ETCD_VERSION" "$dir" "" ./cmd/etcd
 }
 
-# CoreDNS with the plugins the cluster's Corefile uses (deploy/cluster/addons/coredns.yaml) and no
-# others, as CoreDNS documents for a build of one's own: its stock main links every plugin (the
-# AWS, Azure and Google Cloud DNS SDKs among them), which made this the second-longest build here
-# (544 s on a fresh machine).
 build_coredns() {
   local dir=$src/coredns-$COREDNS_VERSION
   [ -f "$CLUSTER_CACHE/bin/coredns-$COREDNS_VERSION/.complete" ] && { log "coredns $COREDNS_VERSION: cached"; return 0; }
   scratch_module "$dir" github.com/coredns/coredns "$COREDNS_VERSION"
-  mkdir -p "$dir/cmd/coredns"
-  cat >"$dir/cmd/coredns/main.go" <<'GO'
-// CoreDNS with the plugins of the cluster's Corefile only.
-package main
-
-import (
-	_ "github.com/coredns/caddy/onevent"
-	_ "github.com/coredns/coredns/plugin/cache"
-	_ "github.com/coredns/coredns/plugin/errors"
-	_ "github.com/coredns/coredns/plugin/health"
-	_ "github.com/coredns/coredns/plugin/kubernetes"
-	_ "github.com/coredns/coredns/plugin/loop"
-	_ "github.com/coredns/coredns/plugin/ready"
-	_ "github.com/coredns/coredns/plugin/reload"
-
-	"github.com/coredns/coredns/coremain"
-)
-
-func main() { coremain.Run() }
-GO
-  build_into coredns "$COREDNS_VERSION" "$dir" "" ./cmd/coredns
+  tools_go "$dir" github.com/coredns/coredns
+  build_into coredns "$COREDNS_VERSION" "$dir" "" github.com/coredns/coredns
 }
 
 build_traefik() {
@@ -150,12 +127,6 @@ build_metrics_server() {
   local dir=$src/metrics-server-$METRICS_SERVER_VERSION
   [ -f "$CLUSTER_CACHE/bin/metrics-server-$METRICS_SERVER_VERSION/.complete" ] && { log "metrics-server $METRICS_SERVER_VERSION: cached"; return 0; }
   scratch_module "$dir" sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION"
-  # On the Kubernetes libraries of the Kubernetes built above (it asks for v0.33; it builds and
-  # serves on these), so that Go's build cache already holds most of what it compiles.
-  local m
-  for m in api apimachinery apiserver client-go component-base kms metrics; do
-    echo "replace k8s.io/$m => k8s.io/$m $K8S_STAGING_VERSION" >>"$dir/go.mod"
-  done
   tools_go "$dir" sigs.k8s.io/metrics-server/cmd/metrics-server
   build_into metrics-server "$METRICS_SERVER_VERSION" "$dir" "" sigs.k8s.io/metrics-server/cmd/metrics-server
 }
