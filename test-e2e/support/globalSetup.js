@@ -7,7 +7,9 @@ const { startStack, ROOT } = require('../../tools/devstack/stack');
 module.exports = async () => {
   const prefix = `t${Date.now().toString(36)}`;
   const logDir = path.join(ROOT, '.local', 'test-logs', prefix);
-  const stack = await startStack({ prefix, logDir, env: { LOG_LEVEL: 'warn' } });
+  // One origin whose pages may call the API (test-e2e/cors.e2e.test.ts); only the gateway reads it.
+  const env = { LOG_LEVEL: 'warn', CORS_ALLOWED_ORIGINS: 'http://app.cors.test:5173' };
+  const stack = await startStack({ prefix, logDir, env });
   globalThis.__STACK__ = stack;
   const info = {
     prefix,

@@ -7,6 +7,7 @@ import type { Logger } from '@cp/logging';
 import { closeAfterAnswer, coalesceWrites, namesClose, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import { docsRoutes } from './docs/docsRoutes';
+import { corsMiddleware, corsOnUpstreamAnswer, type CorsPolicy } from './http/cors';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
 import { apiOf, upstreamFor, type Upstream } from './http/routes';
 import { sendGatewayError } from './http/upstreamErrorBody';
@@ -21,6 +22,8 @@ export interface GatewayDeps {
   signInUpstreamTimeoutMs?: number;
   /** Whether a client's W3C trace context is continued (TRACE_INCOMING_CONTEXT=trust) or a new trace starts. */
   trustIncomingTrace?: boolean;
+  /** Cross-origin access for browsers (CORS_ALLOWED_ORIGINS); absent or without origins: off. */
+  cors?: CorsPolicy;
 }
 
 /**
@@ -29,10 +32,12 @@ export interface GatewayDeps {
  * bodies both ways without parsing them. No body parser sits anywhere in front of the proxies.
  */
 export function buildApp(deps: GatewayDeps): express.Express {
+  const cors = deps.cors && deps.cors.origins.length > 0 ? deps.cors : undefined;
   const app = serviceApp({
     logger: deps.logger,
     metrics: deps.metrics,
-    before: [deps.metrics.middleware(), edgeChecks()],
+    // Preflights are answered before anything else reads the request (they carry no credentials).
+    before: [deps.metrics.middleware(), ...(cors ? [corsMiddleware(cors)] : []), edgeChecks()],
     trustIncomingTrace: deps.trustIncomingTrace ?? false,
   });
   app.use(docsRoutes());
@@ -80,6 +85,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
             // connection: the client's is closed the lingering way too, or Node would reset it
             // under a client still sending, and the reset could beat the answer.
             if (!req.complete && namesClose(proxyRes.headers.connection)) closeAfterAnswer(req, res);
+            corsOnUpstreamAnswer(proxyRes.headers, cors !== undefined);
             coalesceWrites(proxyRes, res);
           },
           error: (error, req, res) => answerUpstreamFailure(deps.logger, name, error, req, res),

@@ -29,6 +29,11 @@ startService({
       upstreamTimeoutMs: config.UPSTREAM_TIMEOUT_MS,
       signInUpstreamTimeoutMs: config.SIGNIN_UPSTREAM_TIMEOUT_MS,
       trustIncomingTrace: config.TRACE_INCOMING_CONTEXT === 'trust',
+      cors: {
+        origins: config.CORS_ALLOWED_ORIGINS,
+        maxAgeSeconds: config.CORS_MAX_AGE_SECONDS,
+        allowCredentials: config.CORS_ALLOW_CREDENTIALS,
+      },
     });
     return {
       app,
