@@ -5,12 +5,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 render() { # FILE: the add-on with this cluster's versions and addresses
-  sed -e "s/COREDNS_VERSION/$COREDNS_VERSION/; s/METRICS_SERVER_VERSION/$METRICS_SERVER_VERSION/" \
-    -e "s/TRAEFIK_VERSION/$TRAEFIK_VERSION/; s/DNS_SERVICE_IP/$DNS_SERVICE_IP/; s/NODE_IP/$NODE_IP/" \
+  sed -e "s/COREDNS_TAG/$COREDNS_TAG/; s/METRICS_SERVER_VERSION/$METRICS_SERVER_VERSION/" \
+    -e "s/TRAEFIK_TAG/$TRAEFIK_TAG/; s/DNS_SERVICE_IP/$DNS_SERVICE_IP/; s/NODE_IP/$NODE_IP/" \
     -e "s/EDGE_PORT/$EDGE_PORT/" "$1"
 }
 
-gateway_api=$(cd "$CLUSTER_CACHE/src/traefik-$TRAEFIK_VERSION" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)
+gateway_api=$(cd "$CLUSTER_CACHE/src/traefik-$TRAEFIK_TAG" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)
 [ -d "$gateway_api/config/crd/standard" ] || die "no Gateway API CRDs in $gateway_api"
 kubectl_ apply --server-side -f "$gateway_api/config/crd/standard" >/dev/null
 kubectl_ wait --for=condition=Established crd --all --timeout=60s >/dev/null

@@ -11,9 +11,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 system_images() {
   echo "pause 1 pause-1/pause /pause"
-  echo "coredns $COREDNS_VERSION coredns-$COREDNS_VERSION/coredns /coredns"
+  echo "coredns $COREDNS_TAG coredns-$COREDNS_TAG/coredns /coredns"
   echo "metrics-server $METRICS_SERVER_VERSION metrics-server-$METRICS_SERVER_VERSION/metrics-server /metrics-server"
-  echo "traefik $TRAEFIK_VERSION traefik-$TRAEFIK_VERSION/traefik /traefik"
+  echo "traefik $TRAEFIK_TAG traefik-$TRAEFIK_TAG/traefik /traefik"
 }
 
 assemble_system() {

@@ -9,16 +9,17 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 started=$(date +%s)
 brought_up=
+cleanup() {
+  if [ -n "$brought_up" ] && [ "${CP_CLUSTER_KEEP:-}" != 1 ]; then bash "$here/down.sh"; fi
+}
+# Set before up.sh: an up.sh that fails halfway (an add-on never ready) leaves a node running.
+trap cleanup EXIT
 if [ ! -e "$NETNS_PATH" ]; then
   brought_up=1
   bash "$here/up.sh"
 elif ! kubectl_ -n content-platform get deployment gateway >/dev/null 2>&1; then
   bash "$here/apply.sh"
 fi
-cleanup() {
-  if [ -n "$brought_up" ] && [ "${CP_CLUSTER_KEEP:-}" != 1 ]; then bash "$here/down.sh"; fi
-}
-trap cleanup EXIT
 
 # Every overlay of k8s/ validated by this cluster's API server (server-side dry run).
 bash "$here/validate.sh"

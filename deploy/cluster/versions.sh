@@ -11,7 +11,12 @@ K8S_STAGING_VERSION=v0.35.4
 # The etcd minor release Kubernetes 1.35 is tested with.
 ETCD_VERSION=v3.6.16
 COREDNS_VERSION=v1.14.7
+# CoreDNS built with the plugins of the cluster's Corefile only (build.sh); the tag names that
+# recipe, so that a binary or image cached from another recipe is not taken for this one.
+COREDNS_TAG=$COREDNS_VERSION-corefile
 TRAEFIK_VERSION=v3.6.12
+# Traefik without the ACME DNS-01 providers (build.sh), tagged like CoreDNS above.
+TRAEFIK_TAG=$TRAEFIK_VERSION-nodns01
 METRICS_SERVER_VERSION=v0.8.0
 
 CLUSTER_CACHE=${CP_CLUSTER_CACHE:-$HOME/.cache/content-platform/cluster}
