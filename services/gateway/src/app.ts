@@ -6,6 +6,7 @@ import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http
 import type { Logger } from '@cp/logging';
 import { closeAfterAnswer, coalesceWrites, namesClose, type ServiceMetrics, serviceApp } from '@cp/service-kit';
 import { endOutgoingCall, startOutgoingCall } from '@cp/tracing';
+import type { ApiDescription } from './docs/ApiDescription';
 import { docsRoutes } from './docs/docsRoutes';
 import { corsMiddleware, corsOnUpstreamAnswer, type CorsPolicy } from './http/cors';
 import { EdgeRefusal, edgeChecks } from './http/edgeChecks';
@@ -22,6 +23,8 @@ export interface GatewayDeps {
   signInUpstreamTimeoutMs?: number;
   /** Whether a client's W3C trace context is continued (TRACE_INCOMING_CONTEXT=trust) or a new trace starts. */
   trustIncomingTrace?: boolean;
+  /** The OpenAPI description served at /openapi.yaml and /docs (default: the checked-in file). */
+  description?: ApiDescription;
   /** Cross-origin access for browsers (CORS_ALLOWED_ORIGINS); absent or without origins: off. */
   cors?: CorsPolicy;
 }
@@ -40,7 +43,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
     before: [deps.metrics.middleware(), ...(cors ? [corsMiddleware(cors)] : []), edgeChecks()],
     trustIncomingTrace: deps.trustIncomingTrace ?? false,
   });
-  app.use(docsRoutes());
+  app.use(docsRoutes(deps.description));
 
   const agent = new RoomyAgent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
   const proxies = new Map<Upstream, ProxyHandler>();

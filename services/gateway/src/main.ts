@@ -2,7 +2,8 @@ import { BODY_SOCKET_HIGH_WATER_MARK, ServiceMetrics, startService, type Readine
 import { buildApp } from './app';
 import { loadConfig } from './config';
 import { answerClientErrors, answerIdleTimeout, deferExpectations } from './http/clientErrors';
-import { routeLabel, type Upstream } from './http/routes';
+import { ApiDescription } from './docs/ApiDescription';
+import { RouteLabels, type Upstream } from './http/routes';
 
 startService({
   name: 'gateway',
@@ -21,8 +22,12 @@ startService({
       },
     }));
 
-    const metrics = new ServiceMetrics('gateway', (req) => routeLabel(req.path));
+    // The API's routes are declared once, in its description: the docs serve it, the metrics label by it.
+    const description = ApiDescription.fromFile();
+    const routes = RouteLabels.fromDescription(description.document);
+    const metrics = new ServiceMetrics('gateway', (req) => routes.label(req.path));
     const app = buildApp({
+      description,
       logger,
       metrics,
       upstreams,

@@ -2,7 +2,8 @@ import type { Request } from 'express';
 import fc from 'fast-check';
 import { parseContentRange } from '@cp/protocol';
 import { refusalOf } from '../src/http/edgeChecks';
-import { routeLabel } from '../src/http/routes';
+import { ApiDescription } from '../src/docs/ApiDescription';
+import { RouteLabels } from '../src/http/routes';
 
 const OWNER = '11111111-1111-4111-8111-111111111111';
 
@@ -139,7 +140,10 @@ it('leaves cookies other than auth.sid alone', () => {
   ).toBeNull();
 });
 
-describe('routeLabel', () => {
+describe('route labels, from the API description', () => {
+  const routes = RouteLabels.fromDescription(ApiDescription.fromFile().document);
+  const routeLabel = (path: string) => routes.label(path);
+
   it('names the API routes and folds every other path into "other"', () => {
     expect(routeLabel(`/v1/${OWNER}/contents`)).toBe('/v1/:ownerId/contents');
     expect(routeLabel(`/v1/${OWNER}/contents/${OWNER}`)).toBe('/v1/:ownerId/contents/:contentId');
@@ -153,12 +157,19 @@ describe('routeLabel', () => {
     expect(routeLabel(`/v1/${OWNER}/webhooks`)).toBe('/v1/:ownerId/webhooks');
     expect(routeLabel(`/v1/${OWNER}/webhooks/${OWNER}`)).toBe('/v1/:ownerId/webhooks/:webhookId');
     expect(routeLabel('/sessions/v5.12/sessions/refresh')).toBe('/sessions/v5.x/sessions/refresh');
+    expect(routeLabel('/auth/v5.13/authenticate-by-cert')).toBe('/auth/v5.x/authenticate-by-cert');
+    expect(routeLabel('/auth/v5.9/approve-cert/')).toBe('/auth/v5.x/approve-cert');
     expect(routeLabel('/healthz')).toBe('/healthz');
+    expect(routeLabel('/openapi.json')).toBe('/openapi.json');
+    expect(routeLabel('/docs')).toBe('/docs');
     for (const path of [
       '/x1',
       '/random-segment-123',
       '/v1/not-a-uuid/contents',
       '/auth/v5.13/unknown',
+      '/auth/v5x13/approve-cert',
+      '/openapiXjson',
+      `/v1/${OWNER}/contents/${OWNER}/direct-parts/1x`,
       `/v1/${OWNER}/contents/${OWNER}/direct-parts/${'9'.repeat(40)}`,
     ])
       expect(routeLabel(path)).toBe('other');
