@@ -13,7 +13,8 @@ export function authRoutes(signIn: CertificateSignIn, apiKeys: ApiKeyStore, publ
   // (their number is checked before anything is decoded); a real chain is a few KiB.
   const certificateBody = express.raw({ type: () => true, limit: '2mb' });
   const rndBody = express.raw({ type: () => true, limit: '4kb' }); // the rnd is 48 bytes
-  router.use((req, res, next) => {
+  // AuthenticateByCert and ApproveCert: `authenticate` and `approve` below, each answered here.
+  router.use(function signInRoutes(req, res, next) {
     const m = PREFIX.exec(req.path);
     if (!m) return next();
     if (req.method !== 'POST') throw ServiceError.of('MethodNotAllowed');

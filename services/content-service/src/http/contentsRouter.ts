@@ -37,7 +37,7 @@ export function contentsRouter(
   const router = Router();
 
   // The owner's contents, ready and unfinished, in id order, a page at a time.
-  router.get('/:ownerId/contents', async (req, res) => {
+  router.get('/:ownerId/contents', async function listContents(req, res) {
     const ownerId = requireOwner(req);
     const { limit, cursor } = req.query;
     if (limit !== undefined && (typeof limit !== 'string' || !/^[1-9][0-9]{0,3}$/.test(limit) || +limit > MAX_PAGE))
@@ -48,7 +48,7 @@ export function contentsRouter(
     sendJson(res, 200, page);
   });
 
-  router.post('/:ownerId/contents', async (req, res) => {
+  router.post('/:ownerId/contents', async function upload(req, res) {
     const ownerId = requireOwner(req);
     const timings = timingsOf(res);
     const outcome = await uploads.write({
@@ -66,7 +66,7 @@ export function contentsRouter(
     sendJson(res, 201, { id: outcome.id });
   });
 
-  router.put('/:ownerId/contents/:contentId', async (req, res) => {
+  router.put('/:ownerId/contents/:contentId', async function uploadByParts(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const headers = readWriteHeaders(req);
@@ -90,7 +90,7 @@ export function contentsRouter(
   });
 
   // Upload status for resuming clients; for a ready content, the headers of a GET without its body.
-  router.head('/:ownerId/contents/:contentId', async (req, res) => {
+  router.head('/:ownerId/contents/:contentId', async function uploadStatus(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const status = await downloads.status(ownerId, contentId);
@@ -107,7 +107,7 @@ export function contentsRouter(
     res.status(200).end();
   });
 
-  router.get('/:ownerId/contents/:contentId', async (req, res) => {
+  router.get('/:ownerId/contents/:contentId', async function downloadContent(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const rangeHeader = req.headers.range;
@@ -132,7 +132,7 @@ export function contentsRouter(
   });
 
   // A ready content's object deleted, or an unfinished upload aborted (see ContentRemoval).
-  router.delete('/:ownerId/contents/:contentId', async (req, res) => {
+  router.delete('/:ownerId/contents/:contentId', async function deleteContent(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     await uploads.remove(ownerId, contentId);
@@ -140,7 +140,7 @@ export function contentsRouter(
   });
 
   // A signed receipt of a ready content (DER CMS SignedData), made anew for each request.
-  router.get('/:ownerId/contents/:contentId/receipt', async (req, res) => {
+  router.get('/:ownerId/contents/:contentId/receipt', async function issueReceipt(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     const receipt = await receipts.issue(ownerId, contentId);

@@ -19,7 +19,7 @@ const MAX_JSON_BYTES = 64 * 1024;
 export function directRouter(uploads: UploadService): Router {
   const router = Router();
 
-  router.post('/:ownerId/contents/:contentId/direct-parts', async (req, res) => {
+  router.post('/:ownerId/contents/:contentId/direct-parts', async function directParts(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     if (!uploads.direct.enabled) throw ServiceError.of('directTransferDisabled');
@@ -37,7 +37,7 @@ export function directRouter(uploads: UploadService): Router {
     });
   });
 
-  router.post('/:ownerId/contents/:contentId/direct-parts/:part', async (req, res) => {
+  router.post('/:ownerId/contents/:contentId/direct-parts/:part', async function directPartSent(req, res) {
     const ownerId = requireOwner(req);
     const contentId = requireUuid(String(req.params.contentId), 'contentId');
     if (!uploads.direct.enabled) throw ServiceError.of('directTransferDisabled');

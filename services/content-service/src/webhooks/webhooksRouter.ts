@@ -32,7 +32,7 @@ export function webhooksRouter(store: WebhookStore, index: SubscriberIndex, poli
     next();
   };
 
-  router.post('/:ownerId/webhooks', owner, body, async (req, res) => {
+  router.post('/:ownerId/webhooks', owner, body, async function createWebhook(req, res) {
     const ownerId = requireOwner(req);
     const { url, events } = readRegistration(req, policy);
     let created;
@@ -48,13 +48,13 @@ export function webhooksRouter(store: WebhookStore, index: SubscriberIndex, poli
     sendJson(res, 201, created);
   });
 
-  router.get('/:ownerId/webhooks', async (req, res) => {
+  router.get('/:ownerId/webhooks', async function listWebhooks(req, res) {
     const ownerId = requireOwner(req);
     res.setHeader('Cache-Control', 'no-store');
     sendJson(res, 200, { items: await store.list(ownerId) });
   });
 
-  router.delete('/:ownerId/webhooks/:webhookId', async (req: Request, res: Response) => {
+  router.delete('/:ownerId/webhooks/:webhookId', async function deleteWebhook(req: Request, res: Response) {
     const ownerId = requireOwner(req);
     const id = requireUuid(String(req.params.webhookId), 'webhookId');
     if (!(await store.remove(ownerId, id)))

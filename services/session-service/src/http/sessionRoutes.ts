@@ -9,7 +9,7 @@ const REFRESH_PATH = /^\/sessions\/v5\.\d+\/sessions\/refresh\/?$/;
 /** The public refresh API, reached through the gateway at any /sessions/v5.x. */
 export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): Router {
   const router = Router();
-  router.use(async (req, res, next) => {
+  router.use(async function refreshSession(req, res, next) {
     if (!REFRESH_PATH.test(req.path)) return next();
     if (req.method !== 'POST') throw ServiceError.of('MethodNotAllowed');
     const sid = firstOf(req, ['auth.sid', 'sid']) ?? sidFromHeaders(req);
@@ -31,7 +31,7 @@ export function publicRoutes(sessions: SessionService, apiKeys: ApiKeyChecker): 
 export function internalRoutes(sessions: SessionService): Router {
   const router = Router();
   router.use(express.json({ limit: '16kb' }));
-  router.post('/sessions', async (req, res) => {
+  router.post('/sessions', async function createSession(req, res) {
     const { userId, owners, thumbprint } = (req.body ?? {}) as {
       userId?: unknown;
       owners?: unknown;
@@ -59,7 +59,7 @@ export function internalRoutes(sessions: SessionService): Router {
       ),
     );
   });
-  router.post('/sessions/validate', async (req, res) => {
+  router.post('/sessions/validate', async function validateSession(req, res) {
     const { sid } = (req.body ?? {}) as { sid?: unknown };
     if (typeof sid !== 'string') throw ServiceError.of('MissingParameters', 'send {"sid": "..."}');
     const session = await sessions.validate(sid);
