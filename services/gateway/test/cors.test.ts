@@ -104,6 +104,20 @@ describe('CORS at the gateway', () => {
     expect(reached).toHaveLength(0);
   });
 
+  it('keeps the connection of a bodiless preflight, and closes one that came with a body', async () => {
+    const base = await gateway(policy);
+    const head = { origin: APP, 'access-control-request-method': 'PUT' };
+    const plain = await send(base, 'OPTIONS', `/v1/${OWNER}/contents`, head);
+    expect([plain.status, plain.headers.connection, plain.headers['content-length']]).toEqual([
+      204,
+      'keep-alive',
+      undefined,
+    ]);
+    const withBody = await send(base, 'OPTIONS', `/v1/${OWNER}/contents`, { ...head, 'content-length': '4' }, 'abcd');
+    expect([withBody.status, withBody.headers.connection]).toEqual([204, 'close']);
+    expect(reached).toHaveLength(0);
+  });
+
   it('answers a preflight from another origin with no grant, and calls no service either', async () => {
     const base = await gateway(policy);
     const res = await send(base, 'OPTIONS', `/v1/${OWNER}/contents`, {

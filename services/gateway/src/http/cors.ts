@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import { HEADERS } from '@cp/protocol';
+import { closeAfterAnswer } from '@cp/service-kit';
 
 /**
  * Cross-origin access for browsers, decided at the gateway alone: off unless the operator names
@@ -144,7 +145,10 @@ export function corsMiddleware(policy: CorsPolicy): RequestHandler {
         res.setHeader('Access-Control-Allow-Headers', REQUEST_HEADERS);
         res.setHeader('Access-Control-Max-Age', String(policy.maxAgeSeconds));
       }
-      res.setHeader('Content-Length', '0');
+      // A preflight has no body; one that comes with a body anyway is answered, and its body read
+      // and dropped for a bounded time, on a connection that then closes (as every refusal's).
+      if (req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) !== 0)
+        closeAfterAnswer(req, res);
       res.statusCode = 204;
       res.end();
       return;
