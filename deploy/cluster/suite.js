@@ -520,6 +520,25 @@ function traffic() {
   };
 }
 
+/** UTC hh:mm:ss of a Date.now() value, as the traffic's failures are stamped. */
+const clock = (ms) => new Date(ms).toISOString().slice(11, 19);
+
+/**
+ * The log lines, in the services' pods still there, that name the track ids of failed requests
+ * (a pod deleted or replaced since took its log with it).
+ */
+function printLogLinesOf(errors) {
+  const ids = errors.map((e) => /"track-id":"([0-9a-f-]{36})"/.exec(e)?.[1]).filter(Boolean);
+  if (ids.length === 0) return;
+  for (const s of SERVICES) {
+    const logs = k(['logs', '-l', `app.kubernetes.io/name=${s}`, '--all-containers', '--prefix', '--tail=-1'], {
+      check: false,
+    }).out;
+    for (const line of logs.split('\n'))
+      if (ids.some((id) => line.includes(id))) console.log(`    log: ${line.slice(0, 2000)}`);
+  }
+}
+
 check('pods deleted and Deployments restarted under steady traffic: 0 failed requests, 0 contents lost', async () => {
   for (const s of SERVICES) patchHpa(s, { minReplicas: 2 });
   await waitFor(
@@ -538,14 +557,14 @@ check('pods deleted and Deployments restarted under steady traffic: 0 failed req
       const t = Date.now();
       k(['delete', 'pod', victim, '--wait=true']);
       await waitFor(`${s} back to 2 ready`, () => readyReplicas(s) === 2, 180_000);
-      events.push(`delete ${victim} ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      events.push(`delete ${victim} ${((Date.now() - t) / 1000).toFixed(1)} s from ${clock(t)}`);
       await sleep(3000);
     }
     for (const s of SERVICES) {
       const t = Date.now();
       k(['rollout', 'restart', `deployment/${s}`]);
       k(['rollout', 'status', `deployment/${s}`, '--timeout=300s']);
-      events.push(`restart ${s} ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      events.push(`restart ${s} ${((Date.now() - t) / 1000).toFixed(1)} s from ${clock(t)}`);
       await sleep(3000);
     }
     await sleep(5000);
@@ -563,6 +582,7 @@ check('pods deleted and Deployments restarted under steady traffic: 0 failed req
     `    ${((Date.now() - t0) / 1000).toFixed(0)} s of traffic: ${st.requests} requests, ${st.failed} failed; ${st.uploads} uploads in parts, ${st.downloads} ranged downloads, ${st.signIns} sign-ins with refresh; ${finished.length} acknowledged contents read back, ${lost} lost`,
   );
   for (const e of st.errors) console.log(`    failed: ${e}`);
+  if (st.failed > 0) printLogLinesOf(st.errors);
   assert(st.failed === 0, `${st.failed} requests failed`);
   assert(lost === 0, `${lost} acknowledged contents lost`);
 });
