@@ -415,6 +415,9 @@ check('under load, the content-service autoscaler scales out to 2 replicas and b
   assert(failures === 0, `${failures} requests failed under load`);
 });
 
+/** UTC hh:mm:ss of a Date.now() value, the stamp of the traffic's failures and of the pod events. */
+const clock = (ms) => new Date(ms).toISOString().slice(11, 19);
+
 /**
  * Mixed traffic until stop(): uploads in 4 parts (out of order), ranged downloads of finished
  * contents, and certificate sign-ins with a refresh (one every 8 s: the per-address rate limit is
@@ -425,7 +428,7 @@ function traffic() {
   let stopping = false;
   const fail = (what) => {
     stats.failed++;
-    if (stats.errors.length < 10) stats.errors.push(`${new Date().toISOString().slice(11, 19)} ${what}`);
+    if (stats.errors.length < 10) stats.errors.push(`${clock(Date.now())} ${what}`);
   };
   const req = async (what, fn, ok) => {
     stats.requests++;
@@ -519,9 +522,6 @@ function traffic() {
     },
   };
 }
-
-/** UTC hh:mm:ss of a Date.now() value, as the traffic's failures are stamped. */
-const clock = (ms) => new Date(ms).toISOString().slice(11, 19);
 
 /**
  * The log lines, in the services' pods still there, that name the track ids of failed requests
