@@ -24,16 +24,38 @@ function backingEnv() {
   };
 }
 
-function freePort() {
+// Ports this process has handed out. The kernel may give a port just closed to the next
+// listen(0), so two calls in a row could name the same port (a service's API and admin ports did
+// once): a port handed out before is never handed out again by this process.
+const handedOut = new Set();
+
+function listenOnce() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
+    srv.listen(0, '127.0.0.1', () => resolve(srv));
   });
+}
+
+/** A port that was free a moment ago and that this process has not handed out before. */
+async function freePort() {
+  const held = [];
+  try {
+    // Each try holds its listener open, so the kernel cannot give the same port twice in the loop.
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const srv = await listenOnce();
+      held.push(srv);
+      const { port } = srv.address();
+      if (!handedOut.has(port)) {
+        handedOut.add(port);
+        return port;
+      }
+    }
+    throw new Error('no free port this process had not handed out, in 50 tries');
+  } finally {
+    await Promise.all(held.map((srv) => new Promise((resolve) => srv.close(resolve))));
+  }
 }
 
 async function waitReady(url, child, logFile, readyPath = '/readyz', timeoutMs = 60_000) {
