@@ -4,7 +4,7 @@
 // deploy/cluster/test.sh, which passes KUBECTL, CTR, EDGE_URL, EDGE_HOST and WORK in the
 // environment. One line per check with its figures, then `N passed, N failed`.
 'use strict';
-const { spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const { createHash, randomBytes, randomUUID } = require('node:crypto');
 const fs = require('node:fs');
 const https = require('node:https');
@@ -527,16 +527,46 @@ function traffic() {
  * The log lines, in the services' pods still there, that name the track ids of failed requests
  * (a pod deleted or replaced since took its log with it).
  */
+/**
+ * The logs of pods about to go (deleted, or replaced by a rollout), followed until they end: a
+ * request a terminating pod failed is found there after the pod is gone. At most 32 MiB each.
+ */
+const followed = [];
+function followLogsOf(pods) {
+  for (const pod of pods) {
+    const child = spawn(
+      KUBECTL[0],
+      [...KUBECTL.slice(1), '-n', NS, 'logs', '-f', pod, '--all-containers', '--prefix'],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      },
+    );
+    const entry = { pod, out: '', child };
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (d) => {
+      if (entry.out.length < 32 * MiB) entry.out += d;
+    });
+    child.on('error', () => undefined);
+    followed.push(entry);
+  }
+}
+function stopFollowing() {
+  for (const f of followed) f.child.kill();
+}
+
 function printLogLinesOf(errors) {
   const ids = errors.map((e) => /"track-id":"([0-9a-f-]{36})"/.exec(e)?.[1]).filter(Boolean);
   if (ids.length === 0) return;
-  for (const s of SERVICES) {
-    const logs = k(['logs', '-l', `app.kubernetes.io/name=${s}`, '--all-containers', '--prefix', '--tail=-1'], {
-      check: false,
-    }).out;
-    for (const line of logs.split('\n'))
-      if (ids.some((id) => line.includes(id))) console.log(`    log: ${line.slice(0, 2000)}`);
-  }
+  const logs = followed.map((f) => f.out);
+  for (const s of SERVICES)
+    logs.push(
+      k(['logs', '-l', `app.kubernetes.io/name=${s}`, '--all-containers', '--prefix', '--tail=-1'], {
+        check: false,
+      }).out,
+    );
+  for (const line of new Set(logs.join('\n').split('\n')))
+    if (ids.some((id) => line.includes(id))) console.log(`    log: ${line.slice(0, 2000)}`);
 }
 
 check('pods deleted and Deployments restarted under steady traffic: 0 failed requests, 0 contents lost', async () => {
@@ -554,6 +584,7 @@ check('pods deleted and Deployments restarted under steady traffic: 0 failed req
     await sleep(10_000);
     for (const s of SERVICES) {
       const victim = podsOf(s)[0].metadata.name;
+      followLogsOf([victim]);
       const t = Date.now();
       k(['delete', 'pod', victim, '--wait=true']);
       await waitFor(`${s} back to 2 ready`, () => readyReplicas(s) === 2, 180_000);
@@ -561,6 +592,7 @@ check('pods deleted and Deployments restarted under steady traffic: 0 failed req
       await sleep(3000);
     }
     for (const s of SERVICES) {
+      followLogsOf(podsOf(s).map((p) => p.metadata.name));
       const t = Date.now();
       k(['rollout', 'restart', `deployment/${s}`]);
       k(['rollout', 'status', `deployment/${s}`, '--timeout=300s']);
@@ -570,6 +602,9 @@ check('pods deleted and Deployments restarted under steady traffic: 0 failed req
     await sleep(5000);
   } finally {
     await load.stop();
+    // Whatever a pod logged by now is kept; a follower still running is not waited for.
+    await sleep(2000);
+    stopFollowing();
   }
   const st = load.stats;
   let lost = 0;
