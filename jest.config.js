@@ -43,6 +43,7 @@ const shared = {
   moduleNameMapper: {
     '^@cp/([a-z-]+)$': path.join(__dirname, 'libs/$1/src'),
     '^#protocol$': path.join(__dirname, 'libs/protocol/src'),
+    '^#protocol/(.*)$': path.join(__dirname, 'libs/protocol/src/$1'),
   },
   testEnvironment: 'node',
 };

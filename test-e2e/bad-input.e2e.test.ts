@@ -733,6 +733,161 @@ describe('bad input through the gateway', () => {
     .tuple(fc.array(segment, { minLength: 1, maxLength: 6 }), fc.constantFrom('/', '/', '/', '\\'))
     .map(([segs, sep]) => `/${segs.join(sep)}`);
 
+  it('generated tus headers on creations and PATCHes: an answer, no 5xx, and offsets that name only stored bytes', async () => {
+    // An upload of its own (the fuzz owner's): a PATCH whose generated header happens to be fine
+    // stores its bytes, so every PATCH sends bytes of one value, and the content is checked at the end.
+    const tusHead = (line: string, headers: string[]) =>
+      head(line, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Connection: close', ...headers]);
+    const created = await send([
+      tusHead(`POST /v1/${fuzzOwner}/tus HTTP/1.1`, ['Tus-Resumable: 1.0.0', 'Upload-Length: 64']),
+    ]);
+    const [made] = expectSane(created, '/v1', 'tus creation');
+    expect(made!.status).toBe(201);
+    const path = made!.headers['location']!;
+    const offsetNow = async () => {
+      const x = await send([tusHead(`HEAD ${path} HTTP/1.1`, ['Tus-Resumable: 1.0.0'])]);
+      return Number(x.finals[0]!.headers['upload-offset']);
+    };
+    const tusValue = fc.oneof(
+      num.map(String),
+      fc.string({ unit: printable, maxLength: 40 }),
+      fc.constantFrom(
+        '1.0.0',
+        '0.2.2',
+        '',
+        'sha1 AAAA',
+        'sha256 ',
+        'md5 x',
+        'crc32 AAAAAA==',
+        'filename YQ==,',
+        ' , ',
+        '-1',
+        '01',
+        '1',
+        'PATCH',
+        'DELETE',
+      ),
+      fc.constantFrom('application/offset+octet-stream', 'application/offset+octet-stream; x=1', 'text/plain'),
+    );
+    const names = fc.constantFrom(
+      'tus-resumable',
+      'upload-offset',
+      'upload-length',
+      'upload-metadata',
+      'upload-checksum',
+      'content-type',
+      'upload-defer-length',
+      'upload-concat',
+      'x-http-method-override',
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        names,
+        tusValue,
+        fc.boolean(),
+        fc.integer({ min: 0, max: 8 }),
+        async (name, value, creation, length) => {
+          const at = await offsetNow();
+          const fine: Record<string, string> = {
+            'tus-resumable': '1.0.0',
+            'content-type': 'application/offset+octet-stream',
+            ...(creation ? { 'upload-length': '16' } : { 'upload-offset': String(at) }),
+            [name]: value,
+          };
+          const headers = [...Object.entries(fine).map(([n, v]) => `${n}: ${v}`), `Content-Length: ${length}`];
+          const line = creation ? `POST /v1/${fuzzOwner}/tus HTTP/1.1` : `PATCH ${path} HTTP/1.1`;
+          const x = await send([tusHead(line, headers) + 'a'.repeat(length)]);
+          const [answer] = expectSane(x, '/v1', `tus ${creation ? 'POST' : 'PATCH'} ${name}: ${JSON.stringify(value)}`);
+          if (!creation) {
+            // Whatever was answered, the offset is where a stored PATCH (and only one) put it.
+            const after = await offsetNow();
+            expect([name, value, after]).toEqual([
+              name,
+              value,
+              answer!.status === 204 ? Number(answer!.headers['upload-offset']) : at,
+            ]);
+          }
+        },
+      ),
+      { numRuns: 90 },
+    );
+    const at = await offsetNow();
+    expect(at).toBeLessThanOrEqual(64);
+    if (at === 64) {
+      const got = await call(`${testStack().gatewayUrl}${path.replace('/tus/', '/contents/')}`, { token: fuzzToken });
+      expect(got.body.equals(Buffer.alloc(64, 'a'))).toBe(true);
+    }
+  });
+
+  it('generated IETF resumable upload headers on creations and appends: an answer, no 5xx, offsets of stored bytes only', async () => {
+    const doorHead = (line: string, headers: string[]) =>
+      head(line, ['Host: g', `Authorization: Bearer ${fuzzToken}`, 'Connection: close', ...headers]);
+    const created = await send([
+      doorHead(`POST /v1/${fuzzOwner}/resumable HTTP/1.1`, ['Upload-Complete: ?0', 'Upload-Length: 64']),
+    ]);
+    const [made] = expectSane(created, '/v1', 'resumable creation');
+    expect(made!.status).toBe(201);
+    const path = made!.headers['location']!;
+    const offsetNow = async () => {
+      const x = await send([doorHead(`HEAD ${path} HTTP/1.1`, [])]);
+      return Number(x.finals[0]!.headers['upload-offset']);
+    };
+    const value = fc.oneof(
+      num.map(String),
+      fc.string({ unit: printable, maxLength: 40 }),
+      fc.constantFrom('?0', '?1', '?', '?2', 'true', '', '-1', '01', '6', '7', '8', '5', ' 8', '1e3'),
+      fc.constantFrom('application/partial-upload', 'application/partial-upload; x=1', 'text/plain', 'a/b'),
+    );
+    const names = fc.constantFrom(
+      'upload-draft-interop-version',
+      'upload-complete',
+      'upload-offset',
+      'upload-length',
+      'content-type',
+      'upload-limit',
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        names,
+        value,
+        fc.boolean(),
+        fc.integer({ min: 0, max: 8 }),
+        async (name, v, creation, length) => {
+          const at = await offsetNow();
+          const fine: Record<string, string> = {
+            'upload-draft-interop-version': '8',
+            'upload-complete': '?0',
+            ...(creation ? { 'upload-length': '16' } : { 'upload-offset': String(at) }),
+            ...(creation ? {} : { 'content-type': 'application/partial-upload' }),
+            [name]: v,
+          };
+          const headers = [...Object.entries(fine).map(([n, w]) => `${n}: ${w}`), `Content-Length: ${length}`];
+          const line = creation ? `POST /v1/${fuzzOwner}/resumable HTTP/1.1` : `PATCH ${path} HTTP/1.1`;
+          const x = await send([doorHead(line, headers) + 'a'.repeat(length)]);
+          const [answer] = expectSane(
+            x,
+            '/v1',
+            `resumable ${creation ? 'POST' : 'PATCH'} ${name}: ${JSON.stringify(v)}`,
+          );
+          if (!creation) {
+            const after = await offsetNow();
+            const stored = answer!.status === 204 || answer!.status === 200;
+            expect([name, v, after]).toEqual([name, v, stored ? Number(answer!.headers['upload-offset']) : at]);
+          }
+        },
+      ),
+      { numRuns: 90 },
+    );
+    const at = await offsetNow();
+    expect(at).toBeLessThanOrEqual(64);
+    if (at === 64) {
+      const got = await call(`${testStack().gatewayUrl}${path.replace('/resumable/', '/contents/')}`, {
+        token: fuzzToken,
+      });
+      expect(got.body.equals(Buffer.alloc(64, 'a'))).toBe(true);
+    }
+  });
+
   it('generated paths: answered in their family format, never routed to /internal', async () => {
     await fc.assert(
       fc.asyncProperty(pathValue, fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'), async (path, method) => {
@@ -863,6 +1018,10 @@ describe('bad input through the gateway', () => {
         '/v1/:ownerId/contents/:contentId/direct-parts/:part',
         '/v1/:ownerId/webhooks',
         '/v1/:ownerId/webhooks/:webhookId',
+        '/v1/:ownerId/tus',
+        '/v1/:ownerId/tus/:contentId',
+        '/v1/:ownerId/resumable',
+        '/v1/:ownerId/resumable/:contentId',
         '/auth/v5.x/authenticate-by-cert',
         '/auth/v5.x/approve-cert',
         '/sessions/v5.x/sessions/refresh',

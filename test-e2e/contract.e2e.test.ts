@@ -5,7 +5,7 @@
 // documented for its operation, body valid against the response schema, documented headers present
 // and well-formed. Operations and statuses nothing exercised are printed; an /v1, /auth or
 // /sessions operation that nothing exercised fails the test.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -335,6 +335,147 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     });
   });
 
+  it('the tus door: TusDiscovery, TusCreate, TusOffset, TusAppend, TusTerminate with their refusals', async () => {
+    const tus = `${testStack().gatewayUrl}/v1/${owner}/tus`;
+    const T = { 'tus-resumable': '1.0.0' };
+    const auth = { ...T, authorization: `Bearer ${token}` };
+    const bytes = { 'content-type': 'application/offset+octet-stream' };
+    const sha1 = (data: Buffer) => `sha1 ${createHash('sha1').update(data).digest('base64')}`;
+    const got = await conforming(async () => {
+      await call(tus, { method: 'OPTIONS' });
+      const created = await call(tus, { method: 'POST', headers: { ...auth, 'upload-length': '20' } });
+      const url = new URL(created.headers.get('location')!, testStack().gatewayUrl).toString();
+      await call(`${url}`, { method: 'OPTIONS' });
+      await call(tus, { method: 'POST', headers: { ...auth, 'upload-length': 'x' } });
+      await call(tus, { method: 'POST', headers: { ...T, 'upload-length': '20' } });
+      await call(tus, {
+        method: 'POST',
+        headers: { ...T, authorization: `Bearer ${otherToken}`, 'upload-length': '20' },
+      });
+      await call(tus, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'upload-length': '20' } });
+      await call(tus, { method: 'POST', headers: { ...auth, 'upload-length': String(GiB30 + 1) } });
+      await call(tus, { method: 'POST', body: randomBytes(5), headers: { ...auth, 'upload-length': '20' } });
+      await call(tus, {
+        method: 'POST',
+        body: randomBytes(5),
+        headers: { ...auth, ...bytes, 'upload-length': '20', 'upload-checksum': sha1(randomBytes(5)) },
+      });
+      const patch = (at: string, headers: Record<string, string>, body: Buffer = randomBytes(10)) =>
+        call(at, { method: 'PATCH', body, headers: { ...bytes, 'upload-offset': '0', ...headers } });
+      await patch(url, auth);
+      await patch(url, auth);
+      await patch(url, { ...auth, 'upload-offset': 'ten' });
+      await patch(url, T);
+      await patch(url, { ...T, authorization: `Bearer ${otherToken}` });
+      await patch(`${tus}/${randomUUID()}`, auth);
+      await patch(url, { ...auth, 'content-type': 'text/plain' });
+      await patch(url, { authorization: `Bearer ${token}`, 'upload-offset': '10' });
+      await patch(url, { ...auth, 'upload-offset': '10', 'upload-checksum': sha1(randomBytes(10)) });
+      await rawRequest(
+        `PATCH ${new URL(url).pathname} HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nTus-Resumable: 1.0.0\nUpload-Offset: 10\nContent-Type: application/offset+octet-stream\nTransfer-Encoding: chunked\nConnection: close`,
+        '0\r\n\r\n',
+      );
+      for (const headers of [
+        auth,
+        T,
+        { ...T, authorization: `Bearer ${otherToken}` },
+        { authorization: `Bearer ${token}` },
+      ])
+        await call(url, { method: 'HEAD', headers });
+      await call(`${tus}/not-a-uuid`, { method: 'HEAD', headers: auth });
+      await call(`${tus}/${randomUUID()}`, { method: 'HEAD', headers: auth });
+      for (const headers of [T, { ...T, authorization: `Bearer ${otherToken}` }, { authorization: `Bearer ${token}` }])
+        await call(url, { method: 'DELETE', headers });
+      await call(`${tus}/not-a-uuid`, { method: 'DELETE', headers: auth });
+      await call(url, { method: 'DELETE', headers: auth });
+      await call(url, { method: 'DELETE', headers: auth });
+    });
+    expect(new Set(got)).toEqual(
+      new Set([
+        'TusDiscovery 204',
+        'TusUploadDiscovery 204',
+        ...[201, 400, 401, 403, 412, 413, 415, 460].map((s) => `TusCreate ${s}`),
+        ...[204, 400, 401, 403, 404, 409, 411, 412, 415, 460].map((s) => `TusAppend ${s}`),
+        ...[200, 400, 401, 403, 404, 412].map((s) => `TusOffset ${s}`),
+        ...[204, 400, 401, 403, 404, 412].map((s) => `TusTerminate ${s}`),
+      ]),
+    );
+  });
+
+  it('the IETF resumable upload door: discovery, creation, offset, append and cancellation with their refusals', async () => {
+    const door = `${testStack().gatewayUrl}/v1/${owner}/resumable`;
+    const V = { 'upload-draft-interop-version': '8' };
+    const auth = { ...V, authorization: `Bearer ${token}` };
+    const partial = { 'content-type': 'application/partial-upload' };
+    const got = await conforming(async () => {
+      await call(door, { method: 'OPTIONS' });
+      await call(door, { method: 'OPTIONS', headers: { 'upload-draft-interop-version': '4' } });
+      const created = await call(door, {
+        method: 'POST',
+        headers: { ...auth, 'upload-complete': '?0', 'upload-length': '20' },
+      });
+      const url = new URL(created.headers.get('location')!, testStack().gatewayUrl).toString();
+      await call(url, { method: 'OPTIONS' });
+      await call(door, { method: 'POST', headers: auth });
+      await call(door, { method: 'POST', headers: { ...V, 'upload-complete': '?0' } });
+      await call(door, {
+        method: 'POST',
+        headers: { ...V, authorization: `Bearer ${otherToken}`, 'upload-complete': '?0' },
+      });
+      await call(door, {
+        method: 'POST',
+        body: randomBytes(5),
+        headers: { ...auth, 'upload-complete': '?1', 'upload-length': '9' },
+      });
+      await call(door, {
+        method: 'POST',
+        headers: { ...auth, 'upload-complete': '?0', 'upload-length': String(GiB30 + 1) },
+      });
+      await rawRequest(
+        `POST ${new URL(door).pathname} HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nUpload-Complete: ?0\nTransfer-Encoding: chunked\nConnection: close`,
+        '0\r\n\r\n',
+      );
+      const append = (at: string, headers: Record<string, string>, body: Buffer = randomBytes(10)) =>
+        call(at, {
+          method: 'PATCH',
+          body,
+          headers: { ...partial, 'upload-offset': '0', 'upload-complete': '?0', ...headers },
+        });
+      await append(url, auth);
+      await append(url, auth);
+      await append(url, { ...auth, 'upload-complete': 'yes' });
+      await append(url, V);
+      await append(url, { ...V, authorization: `Bearer ${otherToken}` });
+      await append(`${door}/${randomUUID()}`, auth);
+      await append(url, { ...auth, 'content-type': 'application/offset+octet-stream' });
+      await rawRequest(
+        `PATCH ${new URL(url).pathname} HTTP/1.1\nHost: ${host()}\nAuthorization: Bearer ${token}\nUpload-Offset: 10\nUpload-Complete: ?0\nContent-Type: application/partial-upload\nTransfer-Encoding: chunked\nConnection: close`,
+        '0\r\n\r\n',
+      );
+      await append(url, { ...auth, 'upload-offset': '10', 'upload-complete': '?1' });
+      for (const headers of [auth, V, { ...V, authorization: `Bearer ${otherToken}` }])
+        await call(url, { method: 'HEAD', headers });
+      await call(`${door}/not-a-uuid`, { method: 'HEAD', headers: auth });
+      await call(`${door}/${randomUUID()}`, { method: 'HEAD', headers: auth });
+      for (const headers of [V, { ...V, authorization: `Bearer ${otherToken}` }])
+        await call(url, { method: 'DELETE', headers });
+      await call(`${door}/not-a-uuid`, { method: 'DELETE', headers: auth });
+      await call(url, { method: 'DELETE', headers: auth });
+      await call(url, { method: 'DELETE', headers: auth });
+    });
+    expect(new Set(got)).toEqual(
+      new Set([
+        'ResumableDiscovery 204',
+        'ResumableDiscovery 400',
+        'ResumableUploadDiscovery 204',
+        ...[201, 400, 401, 403, 409, 411, 413].map((s) => `ResumableCreate ${s}`),
+        ...[200, 204, 400, 401, 403, 404, 409, 411, 415].map((s) => `ResumableAppend ${s}`),
+        ...[204, 400, 401, 403, 404].map((s) => `ResumableOffset ${s}`),
+        ...[204, 400, 401, 403, 404].map((s) => `ResumableCancel ${s}`),
+      ]),
+    );
+  });
+
   it('every operation: 503 from the gateway when its services are down', async () => {
     const [down1, down2, down3] = [await closedPort(), await closedPort(), await closedPort()];
     const gw = await startService('gateway', {
@@ -363,6 +504,7 @@ describe('the API contract (openapi.yaml) against the running system', () => {
       env: {
         LOG_LEVEL: 'error',
         UPSTREAM_TIMEOUT_MS: '1000',
+        SIGNIN_UPSTREAM_TIMEOUT_MS: '1000', // its own limit (30 s by default): three sign-in calls waited 90 s
         CONTENT_SERVICE_URL: hold,
         AUTH_SERVICE_URL: hold,
         SESSION_SERVICE_URL: hold,
@@ -389,6 +531,18 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     'AuthenticateByCert',
     'ApproveCert',
     'RefreshSession',
+    'TusDiscovery',
+    'TusUploadDiscovery',
+    'TusCreate',
+    'TusOffset',
+    'TusAppend',
+    'TusTerminate',
+    'ResumableDiscovery',
+    'ResumableUploadDiscovery',
+    'ResumableCreate',
+    'ResumableOffset',
+    'ResumableAppend',
+    'ResumableCancel',
   ];
   /** One call of each /v1, /auth and /sessions operation against `gateway`. */
   async function everyOperation(gateway: string): Promise<void> {
@@ -425,6 +579,30 @@ describe('the API contract (openapi.yaml) against the running system', () => {
     await call(`${gateway}/sessions/v5.13/sessions/refresh?auth.sid=${'A'.repeat(64)}&refresh-token=x&api-key=k`, {
       method: 'POST',
     });
+    const tus = `${gateway}/v1/${owner}/tus`;
+    const T = { ...auth, 'tus-resumable': '1.0.0' };
+    await call(tus, { method: 'OPTIONS' });
+    await call(`${tus}/${id}`, { method: 'OPTIONS' });
+    await call(tus, { method: 'POST', headers: { ...T, 'upload-length': '10' } });
+    await call(`${tus}/${id}`, { method: 'HEAD', headers: T });
+    await call(`${tus}/${id}`, {
+      method: 'PATCH',
+      body: randomBytes(10),
+      headers: { ...T, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' },
+    });
+    await call(`${tus}/${id}`, { method: 'DELETE', headers: T });
+    const door = `${gateway}/v1/${owner}/resumable`;
+    const R = { ...auth, 'upload-draft-interop-version': '8' };
+    await call(door, { method: 'OPTIONS' });
+    await call(`${door}/${id}`, { method: 'OPTIONS' });
+    await call(door, { method: 'POST', headers: { ...R, 'upload-complete': '?0', 'upload-length': '10' } });
+    await call(`${door}/${id}`, { method: 'HEAD', headers: R });
+    await call(`${door}/${id}`, {
+      method: 'PATCH',
+      body: randomBytes(10),
+      headers: { ...R, 'upload-offset': '0', 'upload-complete': '?1', 'content-type': 'application/partial-upload' },
+    });
+    await call(`${door}/${id}`, { method: 'DELETE', headers: R });
   }
 
   it('the gateway’s own operations: health, the description (YAML and JSON) and its reference page', async () => {

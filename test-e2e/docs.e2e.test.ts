@@ -1,19 +1,13 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { describeInChromium, launchChromium } from './support/chromium';
 import { ApiDescription } from '../services/gateway/src/docs/ApiDescription';
 import { docsRoutes } from '../services/gateway/src/docs/docsRoutes';
 import { testStack } from './support/stack';
 
-// Debian's chromium package (deploy/checks/install-tools.sh installs it); CHROMIUM_PATH overrides.
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string =>
-  Boolean(p && existsSync(p)),
-);
-if (!CHROMIUM) {
-  process.stderr.write('docs.e2e: SKIPPED: no chromium found (apt-get install chromium, or set CHROMIUM_PATH)\n');
-}
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- express as the gateway has it (the docs routes are mounted on it there too)
 const express = require(
   require.resolve('express', { paths: [join(__dirname, '..', 'services', 'gateway')] }),
@@ -87,23 +81,12 @@ interface Watched {
   problems: string[];
 }
 
-(CHROMIUM ? describe : describe.skip)('the API reference page at /docs, in headless Chromium', () => {
+describeInChromium('docs.e2e')('the API reference page at /docs, in headless Chromium', () => {
   let browser: Browser;
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     // Playwright gives the browser a throwaway profile directory of its own.
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

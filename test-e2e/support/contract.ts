@@ -35,7 +35,7 @@ export function stopRecording(): void {
   recording = null;
 }
 
-const KEPT_BODY = 64 * 1024;
+const KEPT_BODY = 512 * 1024;
 
 /** Called by the HTTP helpers for each answer; does nothing unless a recording is on. */
 export function recordExchange(

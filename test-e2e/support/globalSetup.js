@@ -1,18 +1,38 @@
 // Starts one stack (gateway + services) for the whole `system` test run, against the backing
 // servers scripts/test.sh started. Tests read where it listens from process.env.
 const fs = require('node:fs');
+const net = require('node:net');
 const path = require('node:path');
 const { startStack, ROOT } = require('../../tools/devstack/stack');
+
+/** A TCP port nothing listens on now (for a page server a test starts later). */
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 module.exports = async () => {
   const prefix = `t${Date.now().toString(36)}`;
   const logDir = path.join(ROOT, '.local', 'test-logs', prefix);
-  // One origin whose pages may call the API (test-e2e/cors.e2e.test.ts); only the gateway reads it.
-  const env = { LOG_LEVEL: 'warn', CORS_ALLOWED_ORIGINS: 'http://app.cors.test:5173' };
+  // Origins whose pages may call the API; only the gateway reads them: one that test-e2e/cors.e2e.test.ts
+  // names, and one per browser test file, each served by that file on its port (Chromium maps the
+  // host names to 127.0.0.1).
+  const browserOrigins = {
+    uppy: `http://uppy.cors.test:${await freePort()}`,
+    client: `http://client.cors.test:${await freePort()}`,
+  };
+  const env = {
+    LOG_LEVEL: 'warn',
+    CORS_ALLOWED_ORIGINS: ['http://app.cors.test:5173', ...Object.values(browserOrigins)].join(','),
+  };
   const stack = await startStack({ prefix, logDir, env });
   globalThis.__STACK__ = stack;
   const info = {
     prefix,
+    browserOrigins,
     gatewayUrl: stack.gatewayUrl,
     gatewayAdminUrl: stack.gatewayAdminUrl,
     keysDir: stack.keysDir,

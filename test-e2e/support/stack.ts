@@ -3,6 +3,8 @@ import { DevKeys } from '@cp/credentials';
 
 export interface TestStack {
   prefix: string;
+  /** Origins the gateway lets call the API (CORS), one per browser test file, on a port free at setup. */
+  browserOrigins: { uppy: string; client: string };
   gatewayUrl: string;
   /** The gateway's admin port: /readyz, /healthz/deps and /metrics (not served on its API port). */
   gatewayAdminUrl: string;

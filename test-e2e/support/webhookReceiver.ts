@@ -21,6 +21,8 @@ export class WebhookReceiver {
   otherwise = 200;
   /** How long to hold each delivery before answering. */
   holdMs = 0;
+  /** Deliveries whose request has arrived, answered or not. */
+  arrived = 0;
   private server: Server | null = null;
 
   async start(): Promise<string> {
@@ -28,6 +30,7 @@ export class WebhookReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        this.arrived++;
         const status = this.answers.shift() ?? this.otherwise;
         const delivered = { headers: req.headers, body: Buffer.concat(chunks).toString(), status, at: Date.now() };
         void sleep(this.holdMs).then(() => {

@@ -9,6 +9,7 @@ import { DownloadJournal } from './DownloadJournal';
 import { IntegrityError, TransportError } from './errors';
 import { FileDigests } from './fileDigests';
 import type { ContentStatus, DownloadOptions } from './options';
+import { inFlight } from './inFlight';
 import { splitIntoParts } from './ranges';
 
 /**
@@ -123,23 +124,4 @@ function rangeFetcher(
       throw new TransportError(`unexpected answer to a range request: ${res.status} ${cr}`);
     progress(c.end - from + 1);
   };
-}
-
-/** Runs `work` over `items`, at most `limit` at a time; the first failure stops new work and is thrown. */
-async function inFlight<T>(limit: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed: unknown = null;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (failed === null && next < items.length) {
-        const item = items[next++]!;
-        try {
-          await work(item);
-        } catch (error) {
-          failed ??= error;
-        }
-      }
-    }),
-  );
-  if (failed !== null) throw failed;
 }

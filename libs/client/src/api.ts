@@ -2,7 +2,7 @@
 // services/gateway/openapi.yaml (src/generated/openapi.ts; `pnpm --filter @cp/client
 // generate:types`). A field, header or parameter renamed in the description stops the client
 // from compiling until it follows.
-import { HEADERS, headerKey } from '#protocol';
+import { HEADERS, headerKey } from '#protocol/headers';
 import type { components, operations } from './generated/openapi';
 
 type Operation = keyof operations;

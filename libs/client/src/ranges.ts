@@ -1,4 +1,4 @@
-export { parseReceivedRanges } from '#protocol';
+export { parseReceivedRanges } from '#protocol/receivedRanges';
 
 /** An inclusive byte range. */
 export interface ByteRange {

@@ -67,7 +67,12 @@ describe('types generated from openapi.yaml', () => {
       join(dir, 'tsconfig.json'),
       JSON.stringify({
         extends: join(ROOT, 'tsconfig.base.json'),
-        compilerOptions: { noEmit: true, composite: false, typeRoots: [join(ROOT, 'node_modules', '@types')] },
+        compilerOptions: {
+          noEmit: true,
+          composite: false,
+          lib: ['ES2022', 'DOM'], // as libs/client/tsconfig.json: src/browser is for web pages
+          typeRoots: [join(ROOT, 'node_modules', '@types')],
+        },
         include: ['src'],
       }),
     );

@@ -28,6 +28,7 @@ export const INTERNAL_ERRORS = {
   CP_ERR_TOO_MANY_CERTIFICATES: 'a body holds more certificates than a chain may have',
   CP_ERR_UNSUPPORTED_KEY: "a certificate's key cannot receive an EncryptedKey",
   CP_ERR_THUMBPRINT_TAKEN: 'a certificate is already registered to another user',
+  CP_ERR_TUS_CHECKSUM_MISMATCH: 'a tus body does not have the digest its Upload-Checksum names',
   CP_ERR_TOO_MANY_WEBHOOKS: 'an owner has as many webhooks as allowed already',
   CP_ERR_DELIVERY_FAILED: 'a webhook delivery got no answer: refused address, DNS, connection or timeout',
   CP_ERR_WEBHOOK_SECRET_UNREADABLE: "a webhook's stored secret opens under no key of WEBHOOK_SECRET_KEYS",

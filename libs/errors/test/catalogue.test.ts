@@ -5,6 +5,13 @@ import { ERROR_CATALOGUE, type ErrorCode, type ErrorSpec } from '../src/catalogu
 import { hasErrorCode, INTERNAL_ERRORS } from '../src/internalErrors';
 import { HINTS } from '../../client/src/errors';
 
+/** The generator of openapi.yaml's code enums (plain JavaScript, run by `pnpm generate:errors`). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const generated = require('../generate') as {
+  renderOpenapi(yaml: string, catalogue: unknown): string;
+  OPENAPI_FILE: string;
+};
+
 const ROOT = join(__dirname, '../../..');
 const CATALOGUE_FILES = ['libs/errors/src/catalogue.ts', 'libs/errors/src/contentsErrors.ts'];
 const INTERNAL_FILE = 'libs/errors/src/internalErrors.ts';
@@ -122,6 +129,19 @@ describe('the error catalogue', () => {
       if (signin && !signinCodes.includes(signin)) missing.push(`CodeError.Code: ${signin}`);
     }
     expect(missing).toEqual([]);
+  });
+
+  it("is what the client's generated hints and openapi.yaml's code enums say (else `pnpm generate:errors`)", () => {
+    expect(HINTS).toEqual(Object.fromEntries(published.map((code) => [code, catalogue[code]!.hint])));
+    const yaml = readFileSync(generated.OPENAPI_FILE, 'utf8');
+    expect(yaml === generated.renderOpenapi(yaml, ERROR_CATALOGUE)).toBe(true);
+  });
+
+  it('has a hint for every code the API answers, and none for the internal ones', () => {
+    for (const code of codes) {
+      const spec = catalogue[code]!;
+      expect([code, typeof spec.hint === 'string' && spec.hint.length > 0]).toEqual([code, !spec.internal]);
+    }
   });
 
   it("has a hint in the client's errors.ts for every code the API answers", () => {

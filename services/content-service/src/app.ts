@@ -1,5 +1,5 @@
 import express from 'express';
-import type { BearerVerifier } from '@cp/credentials';
+import type { BearerVerifier } from './http/BearerVerifier';
 import { ServiceError } from '@cp/errors';
 import type { AuditLog, Logger } from '@cp/logging';
 import type { RequestRateLimiter } from '@cp/rate-limit';
@@ -13,8 +13,11 @@ import { ownerRateLimit } from './http/ownerRateLimit';
 import { errorHandler } from './http/errorHandler';
 import type { ContentListing } from './listing/ContentListing';
 import type { ContentReceipts } from './receipts/ContentReceipts';
-import { startTimings } from './uploads/StageTimings';
+import { startTimings } from './uploads/UploadMetrics';
 import type { UploadService } from './uploads/UploadService';
+import { TusDoor } from './tus/TusDoor';
+import { tusDiscovery, tusRouter } from './tus/tusRouter';
+import { resumableDiscovery, resumableRouter } from './tus/resumableRouter';
 import { webhooksRouter, type SubscriberIndex, type UrlPolicy, type WebhookStore } from './webhooks';
 
 export interface ContentAppDeps {
@@ -33,6 +36,11 @@ export interface ContentAppDeps {
   webhooks: { store: WebhookStore; index: SubscriberIndex; policy: UrlPolicy };
 }
 
+/** The in-order doors onto the contents: tus 1.0 and the IETF resumable upload draft. */
+function resumableDoors(door: TusDoor): express.Router[] {
+  return [tusRouter(door), resumableRouter(door)];
+}
+
 /** The content-service's express app, built from its dependencies; no I/O happens here. */
 export function buildApp(deps: ContentAppDeps): express.Express {
   const app = serviceApp({ logger: deps.logger, metrics: deps.metrics });
@@ -40,10 +48,13 @@ export function buildApp(deps: ContentAppDeps): express.Express {
     '/v1',
     audited(deps.audit, describeContentRequest),
     startTimings,
+    tusDiscovery(),
+    resumableDiscovery(),
     authenticate(deps.bearer, deps.sessions),
     ...(deps.ownerLimit ? [ownerRateLimit(deps.ownerLimit)] : []),
     contentsRouter(deps.uploads, deps.downloads, deps.receipts, deps.listing),
     directRouter(deps.uploads),
+    ...resumableDoors(new TusDoor(deps.uploads, deps.downloads)),
     webhooksRouter(deps.webhooks.store, deps.webhooks.index, deps.webhooks.policy),
   );
   app.use((req, _res, next) => {

@@ -1,6 +1,6 @@
 import { Gauge } from 'prom-client';
 import { ConfigError } from '@cp/config';
-import { BearerVerifier } from '@cp/credentials';
+import { BearerVerifier } from './http/BearerVerifier';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { connectRedis, redisBackend } from '@cp/redis';
 import { BODY_SOCKET_HIGH_WATER_MARK, ServiceMetrics, startService, systemClock } from '@cp/service-kit';
@@ -28,7 +28,7 @@ import { UploadSweeper } from './sweeper/UploadSweeper';
 import { startWebhooks } from './webhooks';
 import { PartAssembler } from './uploads/PartAssembler';
 import { UploadMetrics } from './uploads/UploadMetrics';
-import { MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
+import { KEPT_FOLDERS, MAX_LIFE_TTLS, UploadService } from './uploads/UploadService';
 
 startService({
   name: 'content-service',
@@ -57,6 +57,11 @@ startService({
       stallMs: config.S3_STALL_TIMEOUT_MS,
     });
     if (config.S3_CREATE_BUCKET) await objects.ensureBucket();
+    void objects
+      .keepFolders(KEPT_FOLDERS)
+      .catch((error: unknown) =>
+        logger.warn({ err: error }, 'could not keep the folders of contents; a write may meet a folder being removed'),
+      );
     // Until S3 is known to check the checksums writes carry, none are sent and digests are checked here.
     void objects.probeChecksums().then(
       (checked) =>

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { classifyRange, covers, mergeRanges, type ByteRange } from '../src/uploads/ByteRanges';
+import { classifyRange, covers, mergeRanges, type ByteRange } from '../src/uploads/PartGrid';
 
 const range = fc.tuple(fc.nat(500), fc.nat(100)).map(([a, len]): ByteRange => ({ a, b: a + len }));
 

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StorageTimeout, watchedDownload, watchedUpload } from '../src/store/S3Progress';
+import { StorageTimeout, watchedDownload, watchedUpload } from '../src/store/ObjectStore';
 
 describe('watchedDownload (the stall watch on an S3 body)', () => {
   it('fails a body S3 stops sending while the reader waits', async () => {

@@ -7,7 +7,7 @@ import {
   claimWork,
   countTakeovers,
   type ClaimKind,
-} from '../src/uploads/WorkClaims';
+} from '../src/uploads/BookCommits';
 import { InMemoryBookView as InMemoryLedger, direct, staged } from './support/MemoryUploadBook';
 
 const P = PART_SIZE;

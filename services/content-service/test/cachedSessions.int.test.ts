@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
-import type { Principal } from '@cp/credentials';
+import type { Principal } from '../src/http/Principal';
 import { createLogger } from '@cp/logging';
 import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import { SessionCache, tokenHash } from '@cp/session-cache';

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { ListMultipartUploadsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { PartRanges } from '../src/store/UploadBook';
-import { contentKey } from '../src/uploads/ObjectKeys';
+import { contentKey } from '../src/uploads/PartGrid';
 import { useRealStores } from './support/realStores';
 
 /** Completion and retries around it against real Redis (the upload book) and S3: parts in doubt, failed completions, pieces spanning parts. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
 import { Presigner } from '../src/store/Presigner';
-import { contentKey } from '../src/uploads/ObjectKeys';
+import { contentKey } from '../src/uploads/PartGrid';
 import { PartAssembler } from '../src/uploads/PartAssembler';
 import { UploadService } from '../src/uploads/UploadService';
 import { useRealStores } from './support/realStores';

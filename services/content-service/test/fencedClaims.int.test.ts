@@ -5,7 +5,7 @@ import { closeRedis, connectRedis, type Redis } from '@cp/redis';
 import { BookCommits, type BookView } from '../src/uploads/BookCommits';
 import { RedisUploadBook } from '../src/store/RedisUploadBook';
 import { StaleBookRead, type PartRanges, type UploadRecord } from '../src/store/UploadBook';
-import { contentKey } from '../src/uploads/ObjectKeys';
+import { contentKey } from '../src/uploads/PartGrid';
 import { PartAssembler } from '../src/uploads/PartAssembler';
 import { UploadService } from '../src/uploads/UploadService';
 import { redisReady, useRealStores } from './support/realStores';

@@ -3,7 +3,7 @@
 // refused by Redis itself, and so is any other service's key. Its webhooks and their outbox (wh:*)
 // are exercised as this user in webhookOutbox.int.test.ts.
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Principal } from '@cp/credentials';
+import type { Principal } from '../src/http/Principal';
 import { createLogger } from '@cp/logging';
 import { RequestRateLimiter } from '@cp/rate-limit';
 import { redisCommand, RedisUnavailable } from '@cp/redis';

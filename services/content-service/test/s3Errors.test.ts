@@ -1,4 +1,5 @@
 import { S3ServiceException } from '@aws-sdk/client-s3';
+import { S3Refusal } from '../src/store/DirectS3';
 import { isS3Unavailable } from '../src/store/ObjectStore';
 
 const s3Error = (status: number, name: string) =>
@@ -13,6 +14,12 @@ describe('isS3Unavailable', () => {
     expect(isS3Unavailable(Object.assign(new Error('the request socket timed out'), { name: 'TimeoutError' }))).toBe(
       true,
     );
+  });
+
+  it('counts a folder removed under a write (a file-system S3 server’s 409) as S3 being unavailable', () => {
+    expect(isS3Unavailable(s3Error(409, 'ExistingObjectIsDirectory'))).toBe(true);
+    expect(isS3Unavailable(new S3Refusal(409, 'ExistingObjectIsDirectory'))).toBe(true);
+    expect(isS3Unavailable(new S3Refusal(409, 'BucketNotEmpty'))).toBe(false);
   });
 
   it('does not count refusals of the request or the service’s own errors', () => {

@@ -10,8 +10,8 @@ import type { RedisUploadBook } from '../src/store/RedisUploadBook';
 import type { UploadState } from '../src/store/UploadBook';
 import { SweeperMetrics } from '../src/sweeper/SweeperMetrics';
 import { UploadSweeper } from '../src/sweeper/UploadSweeper';
-import type { ExpiringUploads } from '../src/uploads/UploadExpiry';
-import { contentKey, stagingPrefix } from '../src/uploads/ObjectKeys';
+import type { ExpiringUploads } from '../src/uploads/UploadCleanup';
+import { contentKey, stagingPrefix } from '../src/uploads/PartGrid';
 import type { UploadService } from '../src/uploads/UploadService';
 import { useRealStores } from './support/realStores';
 

@@ -1,8 +1,9 @@
 // The webhook outbox against the real Redis, as the content-service's Redis user (the ACL of
 // deploy/compose.yaml): publication once per event id, claims that come back after a dead
-// dispatcher's lease, retries that keep the event id, and the give-up after the retry window,
-// with a clock the test moves.
+// dispatcher's lease and are renewed while a live one works, retries that keep the event id, and
+// the give-up after the retry window, with a clock the test moves.
 import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@cp/logging';
@@ -35,6 +36,8 @@ describe('the webhook outbox in Redis', () => {
   const received: Received[] = [];
   /** The statuses the receiver answers, one per request, then 200. */
   let answers: number[] = [];
+  /** How long the receiver waits before it answers. */
+  let holdMs = 0;
 
   beforeAll(async () => {
     user = await connectAsServiceUser(testStack().backing.REDIS_URL, 'content-service');
@@ -44,7 +47,7 @@ describe('the webhook outbox in Redis', () => {
       req.on('end', () => {
         received.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
         res.statusCode = answers.shift() ?? 200;
-        res.end();
+        setTimeout(() => res.end(), holdMs);
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -57,6 +60,7 @@ describe('the webhook outbox in Redis', () => {
   beforeEach(() => {
     received.length = 0;
     answers = [];
+    holdMs = 0;
   });
 
   /** A namespace of its own, an owner with one webhook, and a dispatcher on a clock the test moves. */
@@ -66,6 +70,9 @@ describe('the webhook outbox in Redis', () => {
       facts?: (i: Intent) => Promise<FactSeen>;
       /** The keys the webhook's secret is sealed with, and those the dispatcher has. */
       keys?: { sealed: string[]; dispatcher: string[] };
+      leaseMs?: number;
+      /** The dispatcher on the real clock, not the one the test moves. */
+      realClock?: boolean;
     } = {},
   ) {
     const ns = `wht-${randomBytes(4).toString('hex')}`;
@@ -88,12 +95,12 @@ describe('the webhook outbox in Redis', () => {
         batchSize: 10,
         concurrency: 2,
         timeoutMs: 2_000,
-        leaseMs: 30_000,
+        leaseMs: options.leaseMs ?? 30_000,
         retry: { firstMs: 10_000, capMs: HOUR, windowMs: options.windowMs ?? 24 * HOUR },
         intentWindowMs: HOUR,
         checkDelayMs: 60_000,
         policy: { allowHttp: true, allowPrivate: true, maxLength: 2048 },
-        clock: () => clock.now,
+        clock: options.realClock ? Date.now : () => clock.now,
       },
       registry,
     );
@@ -123,6 +130,34 @@ describe('the webhook outbox in Redis', () => {
     expect(await outbox.claimDeliveries(clock.now + 29_000, 30_000, 10)).toEqual([]);
     const again = await outbox.claimDeliveries(clock.now + 30_001, 30_000, 10);
     expect(again.map((d) => d.id)).toEqual([claimed!.id]);
+  });
+
+  it('renews only the claims whose score is still the one their claim gave them', async () => {
+    const { outbox, owner, clock, events } = await setup();
+    for (let i = 0; i < 2; i++)
+      await events.publish(await events.intend('content.deleted', owner, { id: randomUUID() }));
+    const [a, b] = await outbox.claimDeliveries(clock.now, 30_000, 10);
+    await outbox.retry({ ...b!, failures: 1 }, clock.now + 5_000); // b's outcome is written
+    const held = [a!.id, b!.id].map((id) => [id, clock.now + 30_000] as const);
+    expect(await outbox.renewClaims('deliveries', held, clock.now + 60_000)).toEqual([a!.id]);
+    // a is held to +60 s; b is due at +5 s as its retry said, not held to +60 s.
+    const later = await outbox.claimDeliveries(clock.now + 50_000, 30_000, 10);
+    expect(later.map((d) => d.id)).toEqual([b!.id]);
+    expect(await outbox.renewClaims('deliveries', [[a!.id, clock.now + 30_000]], clock.now + 90_000)).toEqual([]);
+  });
+
+  it("keeps a live round's claim while its delivery takes longer than the lease", async () => {
+    const { outbox, owner, dispatcher, events } = await setup({ leaseMs: 600, realClock: true });
+    await events.publish(await events.intend('content.completed', owner, { id: randomUUID() }));
+    holdMs = 1_900; // three leases, within the delivery's timeout of 2 s
+    const round = dispatcher.runOnce();
+    for (let i = 0; i < 3; i++) {
+      await sleep(600);
+      expect(await outbox.claimDeliveries(Date.now(), 600, 10)).toEqual([]); // no other dispatcher gets it
+    }
+    await round;
+    expect(received).toHaveLength(1);
+    expect(await outbox.pending()).toBe(0);
   });
 
   it('measures how long the earliest delivery and intent have been due with no dispatcher claiming them', async () => {

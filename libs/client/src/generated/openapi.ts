@@ -185,6 +185,169 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/{ownerId}/tus': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a tus upload
+     * @description tus creation: a new content of `Upload-Length` bytes, with the id it has on `/v1`
+     *     (`Location` is `/v1/{ownerId}/tus/{contentId}`). With a body
+     *     (`application/offset+octet-stream`, creation-with-upload) the body is the upload's first
+     *     bytes, of any length, and `Upload-Offset` says how many are stored. `Upload-Metadata` is
+     *     kept with the content (at most 1024 bytes); a `filetype` (or `type`) value that is a media
+     *     type becomes its `Content-Type`. The length counts against the owner's quotas as a POST
+     *     on `/v1` does. With `Upload-Defer-Length: 1` instead of `Upload-Length`, a PATCH names the
+     *     length later. `Upload-Concat: partial` makes a partial upload; `Upload-Concat: final;<url>
+     *     ...` (no `Upload-Length`, no body) makes a new content of the named finished partial
+     *     uploads of this owner (at most 16), in order, complete when answered; the partial uploads
+     *     are then removed.
+     */
+    post: operations['TusCreate'];
+    delete?: never;
+    /**
+     * tus 1.0 discovery
+     * @description What the tus door offers: its version, extensions, largest upload and checksum
+     *     algorithms. Needs no credentials.
+     */
+    options: operations['TusDiscovery'];
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/{ownerId}/tus/{contentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Terminate a tus upload
+     * @description Works as `DELETE /v1/{ownerId}/contents/{contentId}` does; an unfinished upload is aborted, a ready content deleted.
+     */
+    delete: operations['TusTerminate'];
+    /**
+     * tus 1.0 discovery at an upload's URL
+     * @description As `OPTIONS /v1/{ownerId}/tus`.
+     */
+    options: operations['TusUploadDiscovery'];
+    /**
+     * A tus upload's offset
+     * @description `Upload-Offset` is the number of bytes stored from the start of the content, read from
+     *     its bookkeeping: it never names a byte that is not stored. A ready content answers its
+     *     length as its offset. Errors have no body (it is a HEAD).
+     */
+    head: operations['TusOffset'];
+    /**
+     * Append to a tus upload
+     * @description Stores the body at `Upload-Offset`, which must be the upload's offset now (`409`
+     *     otherwise: HEAD, then go on from there). The body may be of any length up to what is left
+     *     of the upload; it is written in the content's 64 MiB parts as it streams, so a PATCH broken
+     *     off keeps every part it finished, and HEAD says so. `Upload-Checksum` (the algorithms of
+     *     `Tus-Checksum-Algorithm`) is checked before the last byte is kept: a body with another
+     *     digest gets `460` and nothing of it stays; such a PATCH must lie within one 64 MiB part.
+     *     The PATCH that stores the last bytes completes the content (the same completion, receipt,
+     *     audit and `content.completed` event as on `/v1`).
+     */
+    patch: operations['TusAppend'];
+    trace?: never;
+  };
+  '/v1/{ownerId}/resumable': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Create a resumable upload
+     * @description Upload creation: a new content, with the id it has on `/v1` (`Location` is
+     *     `/v1/{ownerId}/resumable/{contentId}`). Its length is `Upload-Length`, or with
+     *     `Upload-Complete: ?1` this request's body; with `Upload-Complete: ?0` and no
+     *     `Upload-Length` a later append names it. A body (any media type: `Content-Type` is the
+     *     content's) is the upload's first bytes, of any length, written in 64 MiB parts as it
+     *     streams. No `104` interim answer is sent: create first, then append.
+     */
+    post: operations['ResumableCreate'];
+    delete?: never;
+    /**
+     * IETF resumable upload discovery
+     * @description `Accept-Patch: application/partial-upload` and the door's `Upload-Limit`. Needs no
+     *     credentials.
+     */
+    options: operations['ResumableDiscovery'];
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/{ownerId}/resumable/{contentId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Cancel a resumable upload
+     * @description Works as `DELETE /v1/{ownerId}/contents/{contentId}` does; an unfinished upload is aborted, a ready content deleted.
+     */
+    delete: operations['ResumableCancel'];
+    /**
+     * IETF resumable upload discovery at an upload's URL
+     * @description As `OPTIONS /v1/{ownerId}/resumable`.
+     */
+    options: operations['ResumableUploadDiscovery'];
+    /**
+     * A resumable upload's offset
+     * @description `Upload-Offset` is the number of bytes stored from the start of the content, read from
+     *     its bookkeeping: it never names a byte that is not stored. Errors have no body (it is a
+     *     HEAD).
+     */
+    head: operations['ResumableOffset'];
+    /**
+     * Append to a resumable upload
+     * @description Stores the body at `Upload-Offset`, which must be the upload's offset now (`409` with the
+     *     offset in `Upload-Offset` otherwise). The body may be of any length up to what is left of
+     *     the upload; it is written in the content's 64 MiB parts as it streams, so an append broken
+     *     off keeps every part it finished, and HEAD says so. `Upload-Complete: ?1` ends the upload:
+     *     its length is then the offset plus this body (an empty body completes an upload whose
+     *     bytes are all there). The append that completes the upload answers `200` with
+     *     `Upload-Complete: ?1`, the content's `Content-Location` and `Repr-Digest` (the same
+     *     completion, receipt, audit and `content.completed` event as on `/v1`).
+     */
+    patch: operations['ResumableAppend'];
+    trace?: never;
+  };
   '/v1/{ownerId}/webhooks': {
     parameters: {
       query?: never;
@@ -560,8 +723,8 @@ export interface components {
         | 'urn:error:contents:invalidId'
         | 'urn:error:contents:invalidRange'
         | 'urn:error:contents:missingContentRange'
-        | 'urn:error:contents:invalidLimit'
         | 'urn:error:contents:invalidDirectParts'
+        | 'urn:error:contents:invalidLimit'
         | 'urn:error:contents:invalidCursor'
         | 'urn:error:contents:rangePastTotal'
         | 'urn:error:contents:bodyLengthMismatch'
@@ -576,38 +739,51 @@ export interface components {
         | 'urn:error:contents:sessionsNotAccepted'
         | 'urn:error:contents:invalidSession'
         | 'urn:error:contents:ownerForbidden'
-        | 'urn:error:contents:storageQuotaExceeded'
-        | 'urn:error:contents:uploadQuotaExceeded'
         | 'urn:error:contents:contentNotFound'
-        | 'urn:error:contents:webhookNotFound'
-        | 'urn:error:contents:invalidWebhook'
-        | 'urn:error:contents:invalidWebhookUrl'
-        | 'urn:error:contents:invalidWebhookEvents'
-        | 'urn:error:contents:tooManyWebhooks'
         | 'urn:error:contents:routeNotFound'
         | 'urn:error:contents:contentNotReady'
         | 'urn:error:contents:totalConflict'
         | 'urn:error:contents:rangeOverlap'
         | 'urn:error:contents:rangeAlreadyStored'
-        | 'urn:error:contents:partTooFragmented'
-        | 'urn:error:contents:contentAlreadyComplete'
         | 'urn:error:contents:totalUnknown'
         | 'urn:error:contents:directPartMissing'
         | 'urn:error:contents:uploadRestarted'
+        | 'urn:error:contents:contentAlreadyComplete'
         | 'urn:error:contents:lengthRequired'
+        | 'urn:error:contents:tusVersionUnsupported'
+        | 'urn:error:contents:interopVersionUnsupported'
+        | 'urn:error:contents:invalidUploadConcat'
+        | 'urn:error:contents:finalUploadNotPatchable'
+        | 'urn:error:contents:invalidUploadComplete'
+        | 'urn:error:contents:invalidUploadLength'
+        | 'urn:error:contents:invalidUploadOffset'
+        | 'urn:error:contents:uploadOffsetMismatch'
+        | 'urn:error:contents:invalidUploadMetadata'
+        | 'urn:error:contents:invalidPatchType'
+        | 'urn:error:contents:invalidUploadChecksum'
+        | 'urn:error:contents:checksumSpansParts'
+        | 'urn:error:contents:uploadChecksumMismatch'
         | 'urn:error:contents:partTooLarge'
         | 'urn:error:contents:contentTooLarge'
+        | 'urn:error:contents:partTooFragmented'
         | 'urn:error:contents:rangeNotSatisfiable'
         | 'urn:error:contents:rangeTotalMismatch'
         | 'urn:error:contents:internalError'
-        | 'urn:error:contents:receiptsNotConfigured'
+        | 'urn:error:contents:storageQuotaExceeded'
+        | 'urn:error:contents:uploadQuotaExceeded'
+        | 'urn:error:contents:tooManyRequests'
         | 'urn:error:contents:directTransferDisabled'
+        | 'urn:error:contents:receiptsNotConfigured'
         | 'urn:error:contents:identityProviderUnavailable'
         | 'urn:error:contents:sessionServiceUnavailable'
         | 'urn:error:contents:databaseUnavailable'
+        | 'urn:error:contents:invalidWebhook'
+        | 'urn:error:contents:invalidWebhookUrl'
+        | 'urn:error:contents:invalidWebhookEvents'
+        | 'urn:error:contents:webhookNotFound'
+        | 'urn:error:contents:tooManyWebhooks'
         | 'urn:error:contents:storageUnavailable'
         | 'urn:error:contents:contentBusy'
-        | 'urn:error:contents:tooManyRequests'
         | 'urn:error:contents:contentCompleting'
         | 'urn:error:contents:partAssembling'
         | 'urn:error:contents:partWriting'
@@ -651,6 +827,18 @@ export interface components {
        * @enum {string}
        */
       Code:
+        | 'MissingHost'
+        | 'DuplicateHost'
+        | 'InvalidPath'
+        | 'CredentialTooLong'
+        | 'InvalidCredential'
+        | 'MalformedRequest'
+        | 'RequestTimeout'
+        | 'ChunkExtensionsTooLarge'
+        | 'ExpectationFailed'
+        | 'HeadersTooLarge'
+        | 'ServiceUnavailable'
+        | 'UpstreamTimeout'
         | 'BadRequest'
         | 'MissingParameters'
         | 'InvalidParameter'
@@ -675,19 +863,7 @@ export interface components {
         | 'TooManyRequests'
         | 'UnknownError'
         | 'CreateSessionError'
-        | 'ServiceUnavailable'
-        | 'InvalidContentType'
-        | 'MissingHost'
-        | 'DuplicateHost'
-        | 'InvalidPath'
-        | 'CredentialTooLong'
-        | 'InvalidCredential'
-        | 'MalformedRequest'
-        | 'RequestTimeout'
-        | 'ChunkExtensionsTooLarge'
-        | 'ExpectationFailed'
-        | 'HeadersTooLarge'
-        | 'UpstreamTimeout';
+        | 'ServiceUnavailable';
       Message: string;
     };
     CertChallenge: {
@@ -799,6 +975,34 @@ export interface components {
     };
     /** @description A part longer than 64 MiB, or a total above 30 GiB (32,212,254,720 bytes). */
     TooLarge: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json; charset=utf-8': components['schemas']['ContentsError'];
+      };
+    };
+    /** @description The request is not `Tus-Resumable: 1.0.0`; `Tus-Version` names the version spoken. */
+    TusVersion: {
+      headers: {
+        'Tus-Version'?: '1.0.0';
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json; charset=utf-8': components['schemas']['ContentsError'];
+      };
+    };
+    /** @description A body that is not `application/offset+octet-stream`. */
+    TusMediaType: {
+      headers: {
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json; charset=utf-8': components['schemas']['ContentsError'];
+      };
+    };
+    /** @description The body does not have the digest its `Upload-Checksum` names; nothing of it was kept. */
+    TusChecksumMismatch: {
       headers: {
         [name: string]: unknown;
       };
@@ -944,6 +1148,16 @@ export interface components {
     ContentType: string;
     /** @description The body's length; without it the body must be chunked, else 411. */
     ContentLength: number;
+    /** @description The tus version; only `1.0.0` (412 otherwise). */
+    TusResumable: '1.0.0';
+    /** @description Comma-separated `key base64value` pairs (the value may be left out), at most 1024 bytes. */
+    UploadMetadata: string;
+    /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+    InteropVersion: 6 | 7 | 8;
+    /** @description `?1` when this request's body ends the upload, `?0` otherwise (a Structured Fields Boolean). */
+    UploadComplete: '?0' | '?1';
+    /** @description `<algorithm> <base64 digest>` of this request's body: sha1, sha256, sha512 or md5. */
+    UploadChecksum: string;
     /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
     RequestId: string;
   };
@@ -954,8 +1168,38 @@ export interface components {
         '*/*': string;
       };
     };
+    /** @description The upload's first bytes (any media type, which becomes the content's), of any length. */
+    ResumableBytes: {
+      content: {
+        '*/*': string;
+      };
+    };
+    /** @description The upload's bytes from `Upload-Offset` on, of any length up to what is left of it. */
+    PartialUpload: {
+      content: {
+        'application/partial-upload': string;
+      };
+    };
+    /** @description The upload's bytes from `Upload-Offset` on, of any length up to what is left of it. */
+    TusBytes: {
+      content: {
+        'application/offset+octet-stream': string;
+      };
+    };
   };
   headers: {
+    /** @description `?1` once the upload is complete (the content is ready), `?0` before. */
+    'Upload-Complete': '?0' | '?1';
+    /** @description The limits: `max-size` (30 GiB), `min-append-size` (64 MiB: appends of whole parts, the last excepted) and, while the upload is unfinished, the seconds it is kept (`max-age`; `expires` in interop version 6). */
+    'Upload-Limit': string;
+    /** @description Once the upload is complete, where the content is read. */
+    'Resumable-Content-Location': string;
+    /** @description Always `1.0.0`. */
+    'Tus-Resumable': '1.0.0';
+    /** @description The bytes stored from the start of the content. */
+    'Upload-Offset': number;
+    /** @description When the unfinished upload is removed if nothing more arrives (an HTTP date); absent once it is ready. */
+    'Upload-Expires': string;
     /** @description The request id (also `track-id` in error bodies). */
     'X-Request-Id': string;
     /** @description Seconds to wait before retrying. */
@@ -1602,6 +1846,591 @@ export interface operations {
           'application/json; charset=utf-8': components['schemas']['ContentsError'];
         };
       };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  TusCreate: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The tus version; only `1.0.0` (412 otherwise). */
+        'Tus-Resumable': components['parameters']['TusResumable'];
+        /** @description The upload's length; required unless `Upload-Defer-Length` is sent. */
+        'Upload-Length'?: number;
+        /** @description `1`: the length is named by a later PATCH (creation-defer-length). */
+        'Upload-Defer-Length'?: 1;
+        /** @description Comma-separated `key base64value` pairs (the value may be left out), at most 1024 bytes. */
+        'Upload-Metadata'?: components['parameters']['UploadMetadata'];
+        /** @description `<algorithm> <base64 digest>` of this request's body: sha1, sha256, sha512 or md5. */
+        'Upload-Checksum'?: components['parameters']['UploadChecksum'];
+        /** @description `partial` (a partial upload), or `final;` and the URLs of finished partial uploads (concatenation). */
+        'Upload-Concat'?: string;
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: components['requestBodies']['TusBytes'];
+    responses: {
+      /** @description The upload exists; its bytes come by PATCH (or came with this request). */
+      201: {
+        headers: {
+          Location: string;
+          'Tus-Resumable': components['headers']['Tus-Resumable'];
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          'Upload-Expires': components['headers']['Upload-Expires'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['UploadForbidden'];
+      412: components['responses']['TusVersion'];
+      413: components['responses']['TooLarge'];
+      415: components['responses']['TusMediaType'];
+      429: components['responses']['ContentsTooManyRequests'];
+      460: components['responses']['TusChecksumMismatch'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  TusDiscovery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The door's capabilities. */
+      204: {
+        headers: {
+          'Tus-Resumable': components['headers']['Tus-Resumable'];
+          'Tus-Version'?: '1.0.0';
+          'Tus-Extension'?: string;
+          'Tus-Max-Size'?: 32212254720;
+          'Tus-Checksum-Algorithm'?: string;
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  TusTerminate: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The tus version; only `1.0.0` (412 otherwise). */
+        'Tus-Resumable': components['parameters']['TusResumable'];
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The upload is terminated. */
+      204: {
+        headers: {
+          'Tus-Resumable': components['headers']['Tus-Resumable'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      412: components['responses']['TusVersion'];
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  TusUploadDiscovery: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The door's capabilities. */
+      204: {
+        headers: {
+          'Tus-Resumable': components['headers']['Tus-Resumable'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  TusOffset: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The tus version; only `1.0.0` (412 otherwise). */
+        'Tus-Resumable': components['parameters']['TusResumable'];
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Where the upload stands. */
+      200: {
+        headers: {
+          'Tus-Resumable': components['headers']['Tus-Resumable'];
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          /** @description The upload's length, once known. */
+          'Upload-Length'?: number;
+          /** @description `1` while the length is not named yet. */
+          'Upload-Defer-Length'?: 1;
+          /** @description The creation's Upload-Metadata, as sent. */
+          'Upload-Metadata'?: string;
+          /** @description `partial` for a partial upload; `final;` and the paths of its partial uploads for a final one. */
+          'Upload-Concat'?: string;
+          'Upload-Expires': components['headers']['Upload-Expires'];
+          'Cache-Control'?: 'no-store';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed ownerId or contentId. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Missing or invalid credentials. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The credentials may not act for this owner. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Unknown upload, or another owner's, or one that expired or was terminated. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Not `Tus-Resumable: 1.0.0`. */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description A dependency does not answer. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The content-service did not answer within the gateway's upstream timeout. */
+      504: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  TusAppend: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The tus version; only `1.0.0` (412 otherwise). */
+        'Tus-Resumable': components['parameters']['TusResumable'];
+        'Upload-Offset': number;
+        /** @description `<algorithm> <base64 digest>` of this request's body: sha1, sha256, sha512 or md5. */
+        'Upload-Checksum'?: components['parameters']['UploadChecksum'];
+        /** @description The length of an upload created with `Upload-Defer-Length` (named once; another value is 409). */
+        'Upload-Length'?: number;
+        /** @description The body's length (411 without it); at most what is left of the upload. */
+        'Content-Length': number;
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: components['requestBodies']['TusBytes'];
+    responses: {
+      /** @description The body is stored. */
+      204: {
+        headers: {
+          'Tus-Resumable': components['headers']['Tus-Resumable'];
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          'Upload-Expires': components['headers']['Upload-Expires'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      409: components['responses']['Conflict'];
+      411: components['responses']['LengthRequired'];
+      412: components['responses']['TusVersion'];
+      415: components['responses']['TusMediaType'];
+      429: components['responses']['ContentsTooManyRequests'];
+      460: components['responses']['TusChecksumMismatch'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  ResumableCreate: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+        'Upload-Draft-Interop-Version'?: components['parameters']['InteropVersion'];
+        /** @description `?1` when this request's body ends the upload, `?0` otherwise (a Structured Fields Boolean). */
+        'Upload-Complete': components['parameters']['UploadComplete'];
+        /** @description The upload's length (with `Upload-Complete: ?1` it must be the body's). */
+        'Upload-Length'?: number;
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: components['requestBodies']['ResumableBytes'];
+    responses: {
+      /** @description The upload exists; `Upload-Complete` says whether this request completed it. */
+      201: {
+        headers: {
+          Location: string;
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          'Upload-Complete': components['headers']['Upload-Complete'];
+          'Upload-Limit': components['headers']['Upload-Limit'];
+          'Content-Location': components['headers']['Resumable-Content-Location'];
+          'Repr-Digest': components['headers']['Repr-Digest'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['UploadForbidden'];
+      409: components['responses']['Conflict'];
+      411: components['responses']['LengthRequired'];
+      413: components['responses']['TooLarge'];
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  ResumableDiscovery: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+        'Upload-Draft-Interop-Version'?: components['parameters']['InteropVersion'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The door's limits. */
+      204: {
+        headers: {
+          'Accept-Patch'?: 'application/partial-upload';
+          'Upload-Limit': components['headers']['Upload-Limit'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  ResumableCancel: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+        'Upload-Draft-Interop-Version'?: components['parameters']['InteropVersion'];
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The upload is cancelled. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  ResumableUploadDiscovery: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+        'Upload-Draft-Interop-Version'?: components['parameters']['InteropVersion'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The door's limits. */
+      204: {
+        headers: {
+          'Accept-Patch'?: 'application/partial-upload';
+          'Upload-Limit': components['headers']['Upload-Limit'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      503: components['responses']['ContentsUnavailable'];
+      504: components['responses']['UpstreamTimeout'];
+    };
+  };
+  ResumableOffset: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+        'Upload-Draft-Interop-Version'?: components['parameters']['InteropVersion'];
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Where the upload stands. */
+      204: {
+        headers: {
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          'Upload-Complete': components['headers']['Upload-Complete'];
+          /** @description The upload's length, once known. */
+          'Upload-Length'?: number;
+          'Upload-Limit': components['headers']['Upload-Limit'];
+          'Content-Location': components['headers']['Resumable-Content-Location'];
+          'Repr-Digest': components['headers']['Repr-Digest'];
+          'Cache-Control'?: 'no-store';
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Malformed ownerId or contentId, or an interop version not spoken. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Missing or invalid credentials. */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The credentials may not act for this owner. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Unknown upload, or another owner's, or one that expired or was cancelled. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description A dependency does not answer. */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The content-service did not answer within the gateway's upstream timeout. */
+      504: {
+        headers: {
+          'Retry-After': components['headers']['Retry-After'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  ResumableAppend: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The draft interop version: 6 (draft -05), 7 (-06 to -08) or 8 (-09 on); none is the current draft. Echoed in the answer. */
+        'Upload-Draft-Interop-Version'?: components['parameters']['InteropVersion'];
+        /** @description `?1` when this request's body ends the upload, `?0` otherwise (a Structured Fields Boolean). */
+        'Upload-Complete': components['parameters']['UploadComplete'];
+        'Upload-Offset': number;
+        /** @description The upload's length, if this append names it (once; another value is 409). */
+        'Upload-Length'?: number;
+        /** @description The body's length (411 without it); at most what is left of the upload. */
+        'Content-Length': number;
+        /** @description Kept if given, generated if not; returned in the response and as `track-id` in errors. */
+        'X-Request-Id'?: components['parameters']['RequestId'];
+      };
+      path: {
+        /** @description The owner (organisation) the content belongs to; anything but a UUID is 400. */
+        ownerId: components['parameters']['OwnerId'];
+        /** @description The id `Upload` returned; anything but a UUID is 400. */
+        contentId: components['parameters']['ContentId'];
+      };
+      cookie?: never;
+    };
+    requestBody?: components['requestBodies']['PartialUpload'];
+    responses: {
+      /** @description The body is stored and the upload complete. */
+      200: {
+        headers: {
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          'Upload-Complete': components['headers']['Upload-Complete'];
+          'Content-Location': components['headers']['Resumable-Content-Location'];
+          'Repr-Digest': components['headers']['Repr-Digest'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description The body is stored; the upload is not complete. */
+      204: {
+        headers: {
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          'Upload-Complete': components['headers']['Upload-Complete'];
+          'Upload-Limit': components['headers']['Upload-Limit'];
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      400: components['responses']['BadRequest'];
+      401: components['responses']['Unauthorized'];
+      403: components['responses']['Forbidden'];
+      404: components['responses']['NotFound'];
+      /** @description `Upload-Offset` is not the upload's offset (the answer's `Upload-Offset` is), or a length that differs from the one named. */
+      409: {
+        headers: {
+          'Upload-Offset': components['headers']['Upload-Offset'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      411: components['responses']['LengthRequired'];
+      413: components['responses']['TooLarge'];
+      /** @description A body that is not `application/partial-upload`. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json; charset=utf-8': components['schemas']['ContentsError'];
+        };
+      };
+      429: components['responses']['ContentsTooManyRequests'];
+      500: components['responses']['ContentsInternalError'];
       503: components['responses']['ContentsUnavailable'];
       504: components['responses']['UpstreamTimeout'];
     };

@@ -1,7 +1,7 @@
 import type { ObjectStore } from '../store/ObjectStore';
 import type { QuotaLimits, QuotaUsage, RedisQuotas } from '../store/RedisQuotas';
 import type { UploadBook } from '../store/UploadBook';
-import { contentKey } from '../uploads/ObjectKeys';
+import { contentKey } from '../uploads/PartGrid';
 
 /** What a reconciliation found for one owner. */
 export interface QuotaReport {

@@ -1,4 +1,4 @@
-import type { Principal } from '@cp/credentials';
+import type { Principal } from '../http/Principal';
 import { ServiceError } from '@cp/errors';
 import { InternalClient } from '@cp/service-kit';
 import type { SessionValidator } from '../http/authenticate';

@@ -10,8 +10,8 @@ import {
 import { isRangeRefused, type ObjectInfo, type ObjectStore, type StoredObject } from '../store/ObjectStore';
 import type { PresignedRequest, Presigner } from '../store/Presigner';
 import type { UploadRecord } from '../store/UploadBook';
-import { contentKey } from '../uploads/ObjectKeys';
-import type { UploadStatusReader } from '../uploads/UploadStatus';
+import { contentKey } from '../uploads/PartGrid';
+import type { UploadStatusReader } from '../uploads/UploadCompletion';
 
 /** A download as it is answered: S3's answer for the object, and what of it is served. */
 export interface Download {

@@ -1,5 +1,5 @@
 import { Counter, Registry } from 'prom-client';
-import type { Principal } from '@cp/credentials';
+import type { Principal } from './Principal';
 import { RedisUnavailable } from '@cp/redis';
 import { systemClock, type Clock } from '@cp/service-kit';
 import { cachedAnswer, tokenHash, type SessionCache } from '@cp/session-cache';

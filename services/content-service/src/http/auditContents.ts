@@ -3,6 +3,7 @@ import type { AuditActor } from '@cp/logging';
 import type { Described } from '@cp/service-kit';
 
 const CONTENT_PATH = /^\/v1\/([^/]+)\/contents(?:\/([^/]+))?(\/direct-parts\/[^/]+)?\/?$/;
+const RESUMABLE_PATH = /^\/v1\/([^/]+)\/(?:tus|resumable)(?:\/([^/]+))?\/?$/;
 const WEBHOOK_PATH = /^\/v1\/([^/]+)\/webhooks(?:\/([^/]+))?\/?$/;
 
 /**
@@ -16,6 +17,8 @@ export function describeContentRequest(req: Request, res: Response): Described[]
   const path = req.originalUrl.split('?')[0]!;
   const hook = WEBHOOK_PATH.exec(path);
   if (hook) return describeWebhookRequest(req, res, hook);
+  const resumable = RESUMABLE_PATH.exec(path);
+  if (resumable) return describeResumableRequest(req, res, resumable);
   const m = CONTENT_PATH.exec(path);
   if (!m) return [];
   const owner = m[1]!.toLowerCase();
@@ -31,6 +34,22 @@ export function describeContentRequest(req: Request, res: Response): Described[]
   if (req.method === 'PUT') return res.statusCode === 201 ? [{ ...base, event: 'content.complete' }] : [];
   if (req.method === 'GET') return [{ ...base, event: 'content.download', detail: rangeOf(req) }];
   if (req.method === 'DELETE') return [{ ...base, event: 'content.delete' }];
+  return [];
+}
+
+/**
+ * A tus or IETF resumable upload is a content: its creation (and completion, when the creation's
+ * body finished it), the PATCH that completed it, and its termination.
+ */
+function describeResumableRequest(req: Request, res: Response, m: RegExpExecArray): Described[] {
+  const content = (m[2]?.toLowerCase() ?? (res.locals.contentId as string | undefined)) || null;
+  const base = { actor: actorOf(req), owner: m[1]!.toLowerCase(), content };
+  if (req.method === 'POST' && !m[2]) {
+    const created = { ...base, event: 'content.create' as const };
+    return res.locals.completed ? [created, { ...base, event: 'content.complete' }] : [created];
+  }
+  if (req.method === 'PATCH' && res.locals.completed) return [{ ...base, event: 'content.complete' }];
+  if (req.method === 'DELETE' && m[2]) return [{ ...base, event: 'content.delete' }];
   return [];
 }
 

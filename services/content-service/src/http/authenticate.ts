@@ -1,8 +1,10 @@
 import type { RequestHandler } from 'express';
-import { BearerVerifier, InvalidBearerToken, parseAuthorization, type Principal } from '@cp/credentials';
+import { type BearerVerifier, InvalidBearerToken } from './BearerVerifier';
+import { parseAuthorization } from './parseAuthorization';
+import type { Principal } from './Principal';
 import { ServiceError } from '@cp/errors';
 import { performance } from 'node:perf_hooks';
-import { timingsOf } from '../uploads/StageTimings';
+import { timingsOf } from '../uploads/UploadMetrics';
 
 /** Validates an `auth.sid` with the session-service; null when the session is unknown or over. */
 export interface SessionValidator {

@@ -10,15 +10,15 @@ import {
   parseContentRange,
   parseRange,
 } from '@cp/protocol';
-import { isValidMediaType, MAX_MEDIA_TYPE_LENGTH, sendBody, whenDone } from '@cp/service-kit';
+import { sendBody, whenDone } from '@cp/service-kit';
 import { setDownloadSafetyHeaders } from './downloadHeaders';
 import { sendRedirect } from './directRouter';
-import { requireOwner, requireUuid, sendJson, uploaderOf } from './v1Requests';
+import { contentTypeOf, requireOwner, requireUuid, sendJson, senderOf } from './v1Requests';
 import type { ObjectInfo } from '../store/ObjectStore';
 import type { DownloadService } from '../downloads/DownloadService';
 import { MAX_PAGE, type ContentListing } from '../listing/ContentListing';
 import type { ContentReceipts } from '../receipts/ContentReceipts';
-import { timingsOf } from '../uploads/StageTimings';
+import { timingsOf } from '../uploads/UploadMetrics';
 import type { UploadService } from '../uploads/UploadService';
 
 /** RFC 8551's type of a CMS SignedData (.p7m). */
@@ -55,8 +55,7 @@ export function contentsRouter(
       ...readWriteHeaders(req),
       ownerId,
       contentId: null,
-      uploader: uploaderOf(req),
-      uploaderCertificate: req.principal?.thumbprint ?? null,
+      ...senderOf(req),
       body: req,
       timings,
     });
@@ -76,8 +75,7 @@ export function contentsRouter(
       ...headers,
       ownerId,
       contentId,
-      uploader: uploaderOf(req),
-      uploaderCertificate: req.principal?.thumbprint ?? null,
+      ...senderOf(req),
       body: req,
       timings,
     });
@@ -164,14 +162,7 @@ function readWriteHeaders(req: Request) {
   let declaredLength: number | null = null;
   if (lengthHeader !== undefined) declaredLength = Number(lengthHeader);
   else if (!chunked) throw ServiceError.of('lengthRequired');
-  const contentType = req.headers['content-type'] ?? null;
-  // Stored and sent to S3 verbatim: a value outside the grammar or ASCII failed S3's signature (500).
-  if (contentType !== null && !isValidMediaType(contentType)) {
-    throw ServiceError.of(
-      'invalidContentType',
-      `Content-Type must be an ASCII media type (type/subtype; parameters) of at most ${MAX_MEDIA_TYPE_LENGTH} characters`,
-    );
-  }
+  const contentType = contentTypeOf(req);
   const digestHeader = req.headers[headerKey(HEADERS.contentDigest)];
   const digests = digestHeader === undefined ? {} : parseContentDigest(String(digestHeader));
   return {

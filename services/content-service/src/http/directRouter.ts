@@ -3,7 +3,7 @@ import { ServiceError } from '@cp/errors';
 import type { RangeRequest } from '@cp/protocol';
 import type { DownloadService } from '../downloads/DownloadService';
 import type { DirectPartRequest } from '../uploads/DirectParts';
-import { timingsOf } from '../uploads/StageTimings';
+import { timingsOf } from '../uploads/UploadMetrics';
 import type { UploadService } from '../uploads/UploadService';
 import { requireOwner, requireUuid, sendJson } from './v1Requests';
 

@@ -4,8 +4,7 @@ import type { Logger } from '@cp/logging';
 import { jsonErrorHandler, unavailableDependency } from '@cp/service-kit';
 import { DigestSyntaxError, HEADERS, RangeSyntaxError } from '@cp/protocol';
 import { ChecksumRefused, isS3Unavailable } from '../store/ObjectStore';
-import { BodyLengthMismatch, DigestMismatch } from '../uploads/ExactLengthStream';
-import { ClientDisconnected } from '../uploads/exactBody';
+import { BodyLengthMismatch, ClientDisconnected, DigestMismatch } from '../uploads/ExactLengthStream';
 
 /** Maps anything thrown on /v1 to the /v1 error body; internals never reach the client. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {

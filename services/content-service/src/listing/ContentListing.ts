@@ -1,7 +1,7 @@
 import { ServiceError } from '@cp/errors';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadBook } from '../store/UploadBook';
-import { contentKey } from '../uploads/ObjectKeys';
+import { contentKey } from '../uploads/PartGrid';
 import { formatDigest } from '@cp/protocol';
 import { objectFacts } from '../receipts/ContentReceipts';
 

@@ -1,18 +1,16 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { S3Client } from '@aws-sdk/client-s3';
-import type { ContentServiceConfig } from '../config';
-
-type S3Settings = Pick<
-  ContentServiceConfig,
-  | 'S3_ENDPOINT'
-  | 'S3_REGION'
-  | 'S3_FORCE_PATH_STYLE'
-  | 'S3_ACCESS_KEY_ID'
-  | 'S3_SECRET_ACCESS_KEY'
-  | 'S3_TIMEOUT_MS'
-  | 'REQUEST_IDLE_TIMEOUT_MS'
->;
+/** The settings the S3 client is made from (the content-service's configuration has them: config.ts). */
+export interface S3Settings {
+  S3_ENDPOINT?: string;
+  S3_REGION: string;
+  S3_FORCE_PATH_STYLE: boolean;
+  S3_ACCESS_KEY_ID?: string;
+  S3_SECRET_ACCESS_KEY?: string;
+  S3_TIMEOUT_MS: number;
+  REQUEST_IDLE_TIMEOUT_MS: number;
+}
 
 /** Where the S3 client's credentials come from, for the start-up log (never the keys themselves). */
 export function s3CredentialSource(

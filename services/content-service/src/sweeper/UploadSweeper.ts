@@ -2,7 +2,7 @@ import type { Logger } from '@cp/logging';
 import { systemClock, type Clock } from '@cp/service-kit';
 import type { RedisLease } from '../store/RedisLease';
 import type { UploadBook } from '../store/UploadBook';
-import type { ExpiringUploads } from '../uploads/UploadExpiry';
+import type { ExpiringUploads } from '../uploads/UploadCleanup';
 import type { SweeperMetrics } from './SweeperMetrics';
 
 export interface UploadSweeperOptions {

@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { ServiceError } from '@cp/errors';
 import { crc64nvme, formatDigest, PART_SIZE, type ContentRange } from '@cp/protocol';
 import { OwnedLimitReached, type UploadRecord } from '../store/UploadBook';
-import { exactBody } from './exactBody';
-import { BodyLengthMismatch } from './ExactLengthStream';
-import { contentKey } from './ObjectKeys';
+import { BodyLengthMismatch, exactBody } from './ExactLengthStream';
+import { contentKey } from './PartGrid';
 import type { RangeWriter } from './RangeWriter';
-import type { StageTimings } from './StageTimings';
+import type { StageTimings } from './UploadMetrics';
 import type { UploadCleanup } from './UploadCleanup';
-import type { UploadContext, WriteOutcome, WriteRequest } from './UploadContext';
+import type { BeginRequest, UploadContext, WriteOutcome, WriteRequest } from './UploadContext';
 import { wholeBodyTooLarge } from './WriteAdmission';
 import { OwnerQuotas, type Hold } from '../quotas/OwnerQuotas';
 
@@ -28,7 +27,7 @@ export class ContentCreation {
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
-    const metadata = objectMetadata(request, clock(), request.sha256 ?? null);
+    const metadata = { ...objectMetadata(request, clock(), request.sha256 ?? null), ...request.metadata };
     // A chunked body's length is known only at its end: as much of the most it may be as fits is held.
     const hold = await this.ctx.quotas.admit(request.ownerId, knownTotal ?? PART_SIZE, false, knownTotal === null);
     let size: number;
@@ -98,22 +97,49 @@ export class ContentCreation {
 
   /** POST of a range: a new multipart content that exists only if its first range is stored. */
   async createWithRange(request: WriteRequest, range: ContentRange, timings: StageTimings): Promise<WriteOutcome> {
-    const { objects, book, clock, logger, uploadTtlMs } = this.ctx;
+    const record = await this.open(request, range.total, timings);
+    try {
+      return await this.ranges.write(record, range, request.body, true, timings, request);
+    } catch (error) {
+      await this.cleanup
+        .discard(record)
+        .catch((cleanupError: unknown) =>
+          this.ctx.logger.warn({ contentId: record._id, err: cleanupError }, 'could not discard a failed new content'),
+        );
+      throw error;
+    }
+  }
+
+  /**
+   * A new multipart content without any bytes yet (a resumable-upload protocol's creation): it
+   * lives until its time to live runs out after its last write, as any unfinished upload does.
+   */
+  begin(request: BeginRequest, timings: StageTimings): Promise<UploadRecord> {
+    return this.open(request, request.total, timings);
+  }
+
+  /** The record and S3 multipart upload of a new content, held against the owner's quotas. */
+  private async open(
+    request: Omit<BeginRequest, 'total'>,
+    total: number | null,
+    timings: StageTimings,
+  ): Promise<UploadRecord> {
+    const { objects, book, clock, uploadTtlMs } = this.ctx;
     const id = randomUUID();
     const contentType = request.contentType ?? DEFAULT_CONTENT_TYPE;
     const s3Key = contentKey(request.ownerId, id);
     const uploader = request.uploader ?? null;
     // Held until the content completes or goes (UploadCompletion, UploadCleanup.discard).
-    const hold = await timings.time('record', () => this.ctx.quotas.admit(request.ownerId, range.total ?? 0, true));
-    const record = await timings
+    const hold = await timings.time('record', () => this.ctx.quotas.admit(request.ownerId, total ?? 0, true));
+    return timings
       .time('record', async () => {
         const now = clock();
-        const metadata = objectMetadata(request, now);
+        const metadata = { ...objectMetadata(request, now), ...request.metadata };
         const uploadId = await objects.createMultipartUpload(s3Key, contentType, metadata);
         const created: UploadRecord = {
           _id: id,
           ownerId: request.ownerId,
-          total: range.total,
+          total,
           contentType,
           s3Key,
           uploadId,
@@ -134,16 +160,6 @@ export class ContentCreation {
         await hold.release();
         throw error;
       });
-    try {
-      return await this.ranges.write(record, range, request.body, true, timings, request);
-    } catch (error) {
-      await this.cleanup
-        .discard(record)
-        .catch((cleanupError: unknown) =>
-          logger.warn({ contentId: id, err: cleanupError }, 'could not discard a failed new content'),
-        );
-      throw error;
-    }
   }
 }
 

@@ -3,11 +3,9 @@ import type { ContentRange } from '@cp/protocol';
 import { unquote } from '../store/ObjectStore';
 import type { PresignedRequest, Presigner } from '../store/Presigner';
 import type { UploadRecord } from '../store/UploadBook';
-import { classifyRange } from './ByteRanges';
-import { contentKey } from './ObjectKeys';
-import { PartGrid } from './PartGrid';
+import { classifyRange, contentKey, PartGrid } from './PartGrid';
 import type { RangeWriter } from './RangeWriter';
-import { StageTimings } from './StageTimings';
+import { StageTimings } from './UploadMetrics';
 import type { UploadContext, WriteOutcome } from './UploadContext';
 import { expired } from './WriteAdmission';
 

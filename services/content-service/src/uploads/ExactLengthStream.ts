@@ -1,6 +1,32 @@
+// A request body held to the length it declared and to its digests (ExactLengthStream), and
+// exactBody, which puts one between a request and storage.
+import { type Readable, Transform, type TransformCallback } from 'node:stream';
 import { createHash, type Hash } from 'node:crypto';
-import { Transform, type TransformCallback } from 'node:stream';
-import type { Crc64Nvme } from '@cp/protocol';
+import { type Crc64Nvme } from '@cp/protocol';
+
+/** The client went away before its body was complete. */
+export class ClientDisconnected extends Error {
+  override readonly name = 'ClientDisconnected';
+  readonly code = 'CP_ERR_CLIENT_DISCONNECTED';
+  constructor() {
+    super('the client closed the connection before the body was complete');
+  }
+}
+
+/**
+ * Wraps a request body so that whatever reads it gets exactly `expected` bytes or an error:
+ * a short body, a long body and a dropped connection all fail the stream. With `atMost`, only a
+ * body longer than `expected` fails; with `hash`, the stream keeps the bytes' SHA-256.
+ */
+export function exactBody(source: Readable, expected: number, options: ExactLengthOptions = {}): ExactLengthStream {
+  const counted = new ExactLengthStream(expected, options);
+  source.on('error', (error) => counted.destroy(error));
+  source.on('close', () => {
+    if (!source.readableEnded) counted.destroy(new ClientDisconnected());
+  });
+  source.pipe(counted);
+  return counted;
+}
 
 /** Raised when a body carries more or fewer bytes than its range says. */
 export class BodyLengthMismatch extends Error {

@@ -1,24 +1,32 @@
+import { hasErrorCode, ServiceError } from '@cp/errors';
+import {
+  type BodyChecksum,
+  isNoSuchUpload,
+  isNotFound,
+  isS3Unavailable,
+  type ObjectStore,
+  unquote,
+} from '../store/ObjectStore';
+import { emptyUploadState, type Piece, type UploadRecord, type UploadState } from '../store/UploadBook';
+import { type UploadContext, type WriteOutcome } from './UploadContext';
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { hasErrorCode, ServiceError } from '@cp/errors';
 import { inSpan } from '@cp/tracing';
-import type { ContentRange } from '@cp/protocol';
-import { isNoSuchUpload, isNotFound, isS3Unavailable, type BodyChecksum } from '../store/ObjectStore';
-import { checkUploadInForce, type LostUploads } from './LostUploads';
-import { emptyUploadState, type Piece, type UploadRecord, type UploadState } from '../store/UploadBook';
-import type { Hold } from '../quotas/OwnerQuotas';
-import type { ByteRange } from './ByteRanges';
-import { ClaimHeartbeat } from './ClaimHeartbeat';
-import { exactBody } from './exactBody';
-import { stagedKey } from './ObjectKeys';
-import { PartGrid, partKey } from './PartGrid';
-import type { StageTimings } from './StageTimings';
-import type { ReadyContentRewrites } from './ReadyContentRewrites';
-import type { UploadCompletion } from './UploadCompletion';
-import type { UploadContext, WriteOutcome } from './UploadContext';
-import { claimWork, countTakeovers, type ClaimKind, type Work } from './WorkClaims';
-import { checkPartInS3, type PartInS3 } from './PartInS3';
-import { releaseInDoubt, releasePartWrite, renewPartWrite } from './PartWriteClaims';
+import { type ContentRange } from '@cp/protocol';
+import {
+  checkUploadInForce,
+  type LostUploads,
+  releaseInDoubt,
+  releasePartWrite,
+  renewPartWrite,
+} from './UploadCleanup';
+import { type Hold } from '../quotas/OwnerQuotas';
+import { type ByteRange, PartGrid, partKey, stagedKey } from './PartGrid';
+import { ClaimHeartbeat, type ClaimKind, claimWork, countTakeovers, type Work } from './BookCommits';
+import { exactBody } from './ExactLengthStream';
+import { type StageTimings } from './UploadMetrics';
+import { type ReadyContentRewrites } from './ReadyContentRewrites';
+import { type UploadCompletion } from './UploadCompletion';
 import {
   advancesLastByte,
   checkWritable,
@@ -27,7 +35,32 @@ import {
   isWithoutBookkeeping,
   partsTouched,
   settleTotal,
+  totalConflict,
 } from './WriteAdmission';
+
+/** Bytes a client put into S3 part k itself, with a presigned URL: S3's ETag for them. */
+export interface PartInS3 {
+  etag: string;
+}
+
+/** 409 directPartMissing unless S3 holds part k of the upload with that ETag and exactly `length` bytes. */
+export async function checkPartInS3(
+  objects: ObjectStore,
+  record: UploadRecord,
+  k: number,
+  length: number,
+  etag: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  const held = (await objects.listParts(record.s3Key, record.uploadId, signal)).get(k);
+  if (!held || held.etag !== unquote(etag) || held.size !== length)
+    throw ServiceError.of(
+      'directPartMissing',
+      held
+        ? `S3 holds part ${k} with ${held.size} bytes and another ETag than ${JSON.stringify(etag)}, not the ${length} bytes sent: send it again`
+        : `S3 holds no part ${k} of this upload: send it to its URL (again)`,
+    );
+}
 
 /**
  * Stores one range of an unfinished content: a range that is exactly a grid part streams straight
@@ -275,6 +308,49 @@ export class RangeWriter {
       },
       timings,
     );
+  }
+
+  /**
+   * Names the total of an upload created without one, with no bytes: the end of an upload whose
+   * length its client learnt only after sending the last byte. Checked against what was received
+   * (409 when bytes lie past it, or another total was named), held against the owner's quota as a
+   * write naming it is, and the completion it makes possible (every byte there) is run.
+   */
+  async nameTotal(record: UploadRecord, total: number, timings: StageTimings): Promise<WriteOutcome> {
+    const { commits, clock, leases } = this.ctx;
+    const id = record._id;
+    if (record.total !== null && record.total !== total) throw totalConflict(record.total, total);
+    const naming: Naming = { hold: await this.ctx.quotas.admit(record.ownerId, total, false), named: false };
+    try {
+      const writer = randomBytes(6).toString('hex');
+      const work = await commits.commit(
+        id,
+        async (view): Promise<Work> => {
+          const { state } = view;
+          if (isWithoutBookkeeping(state)) return { assemblies: [], complete: false, total: null, gone: true };
+          checkUploadInForce(state, record);
+          settleTotal(record, state, { start: 0, end: 0, total });
+          const namesTotal = record.total === null && state.total === null;
+          naming.named = namesTotal;
+          if (namesTotal && naming.hold.bytes != null) state.held = total;
+          if (record.total === null) state.total = total;
+          return claimWork(view, total, [PartGrid.partCount(total)], clock(), leases, writer);
+        },
+        timings,
+      );
+      countTakeovers(this.ctx.metrics, work.takenOver);
+      if (work.gone) {
+        // Completed (or removed) since the request read its record.
+        const ready = await this.ctx.objects.head(record.s3Key);
+        if (ready?.contentLength === total) return { id, completedNow: false, completed: true };
+        if (ready) throw totalConflict(ready.contentLength, total);
+        throw expired(id);
+      }
+      const completedNow = await this.completion.finish(record, work, writer, timings);
+      return { id, completedNow, completed: completedNow };
+    } finally {
+      if (!naming.named) await naming.hold.release();
+    }
   }
 
   /**

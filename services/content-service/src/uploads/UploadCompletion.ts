@@ -1,19 +1,172 @@
-import type { UploadRecord } from '../store/UploadBook';
-import { isNoSuchUpload, isNotFound, unquote } from '../store/ObjectStore';
-import type { Piece } from '../store/UploadBook';
-import { ClaimHeartbeat, claimLost } from './ClaimHeartbeat';
-import type { PartAssembler } from './PartAssembler';
-import { PartGrid, partKey } from './PartGrid';
-import { StageTimings } from './StageTimings';
-import type { UploadCleanup } from './UploadCleanup';
-import type { UploadContext } from './UploadContext';
+// From parts to a ready content: assembly of each part, the ListParts check and
+// CompleteMultipartUpload (UploadCompletion), assemblies left to the background
+// (BackgroundAssemblies), and the status a HEAD answers (UploadStatus).
 import { setTimeout as sleep } from 'node:timers/promises';
+import { randomBytes } from 'node:crypto';
 import { ServiceError } from '@cp/errors';
-import type { BackgroundAssemblies } from './BackgroundAssemblies';
-import { claimCompletion, claimRemainingWork, countTakeovers, type ClaimKind, type Work } from './WorkClaims';
+import { type Piece, StaleBookRead, type UploadRecord } from '../store/UploadBook';
+import { type ByteRange, mergeRanges, PartGrid, partKey } from './PartGrid';
+import { type UploadContext } from './UploadContext';
+import {
+  claimCompletion,
+  ClaimHeartbeat,
+  type ClaimKind,
+  claimLost,
+  claimRemainingWork,
+  countTakeovers,
+  type Work,
+} from './BookCommits';
+import { isNoSuchUpload, isNotFound, unquote } from '../store/ObjectStore';
+import { type PartAssembler } from './PartAssembler';
+import { StageTimings } from './UploadMetrics';
+import { checkUploadInForce, type LostUploads, releaseInDoubt, type UploadCleanup } from './UploadCleanup';
 import { partsTouched } from './WriteAdmission';
-import { releaseInDoubt } from './PartWriteClaims';
-import { checkUploadInForce, type LostUploads } from './LostUploads';
+
+/**
+ * Assemblies of parts that do not finish their content run after their request has answered, so
+ * that a client sending small chunks one at a time does not wait for a 64 MiB UploadPart every 64
+ * chunks. Their claims are leases like any other (renewed while they run, dead within a lease of
+ * this process), so a crash leaves nothing that a later request cannot take over. At most `limit`
+ * run at once in a process; past that, a request runs its assembly itself (back-pressure).
+ */
+export class BackgroundAssemblies {
+  private readonly running = new Map<string, Set<{ task: Promise<void>; parts: number[] }>>();
+  private count = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly onError: (contentId: string, error: unknown) => void,
+  ) {}
+
+  /** Starts `work`, the assembly of `parts` of a content; false when `limit` already run (the caller then runs it itself). */
+  start(contentId: string, parts: number[], work: () => Promise<unknown>): boolean {
+    if (this.count >= this.limit) return false;
+    this.count += 1;
+    const set = this.running.get(contentId) ?? new Set();
+    this.running.set(contentId, set);
+    const entry = {
+      parts,
+      task: work()
+        .then(
+          () => undefined,
+          (error: unknown) => this.onError(contentId, error),
+        )
+        .finally(() => {
+          this.count -= 1;
+          set.delete(entry);
+          if (set.size === 0 && this.running.get(contentId) === set) this.running.delete(contentId);
+        }),
+    };
+    set.add(entry);
+    return true;
+  }
+
+  /**
+   * Resolves once the content's assemblies running in this process (those of `parts` only, when
+   * given) have ended, or after `ms`: a write to a part being assembled here waits for it rather
+   * than getting 503, as it would have had its request assembled it.
+   */
+  async settled(contentId: string, ms: number, parts?: number[]): Promise<void> {
+    const tasks = [...(this.running.get(contentId) ?? [])]
+      .filter((e) => !parts || e.parts.some((k) => parts.includes(k)))
+      .map((e) => e.task);
+    await settle(tasks, ms);
+  }
+
+  /** For shutdown: resolves once every running assembly has ended, or after `ms`. */
+  async drain(ms: number): Promise<void> {
+    await settle(
+      [...this.running.values()].flatMap((set) => [...set].map((e) => e.task)),
+      ms,
+    );
+  }
+
+  get size(): number {
+    return this.count;
+  }
+}
+
+async function settle(tasks: Promise<void>[], ms: number): Promise<void> {
+  if (tasks.length === 0) return;
+  const timeout = new AbortController();
+  await Promise.race([
+    Promise.allSettled(tasks),
+    sleep(ms, undefined, { signal: timeout.signal }).catch(() => undefined),
+  ]);
+  timeout.abort();
+}
+
+/** What downloads need of the uploads, on their miss path (no object yet): the upload, what it received, and a repair. */
+export interface UploadStatusReader {
+  /** The owner's unfinished upload of that id; null when there is none. */
+  find(ownerId: string, id: string): Promise<UploadRecord | null>;
+  received(record: UploadRecord): Promise<{ total: number | null; ranges: ByteRange[] }>;
+  /** True when the content is complete now. */
+  finishIfComplete(record: UploadRecord): Promise<boolean>;
+}
+
+/** An unfinished upload as readers see it: the bytes received, and a completion left undone finished. */
+export class UploadStatus implements UploadStatusReader {
+  constructor(
+    private readonly ctx: UploadContext,
+    private readonly completion: UploadCompletion,
+  ) {}
+
+  async find(ownerId: string, id: string): Promise<UploadRecord | null> {
+    const record = await this.ctx.book.find(id);
+    return record?.ownerId === ownerId ? record : null;
+  }
+
+  /** The received byte ranges of an unfinished content, for HEAD (read again when a write moved it on meanwhile). */
+  async received(record: UploadRecord): Promise<{ total: number | null; ranges: ByteRange[] }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.readReceived(record);
+      } catch (error) {
+        if (!(error instanceof StaleBookRead) || attempt === 5) throw error;
+      }
+    }
+  }
+
+  private async readReceived(record: UploadRecord): Promise<{ total: number | null; ranges: ByteRange[] }> {
+    const { book } = this.ctx;
+    const state = await book.state(record._id);
+    const ranges: ByteRange[] = [];
+    for (let k = 1; k <= PartGrid.partNumberAt(Math.max(0, state.lastByte)) && state.lastByte >= 0; k++) {
+      const stored = state.parts[partKey(k)];
+      if (stored) {
+        // a stored part holds all of its bytes; only parts still being filled are read
+        const start = PartGrid.partRange(k, null).start;
+        ranges.push({ a: start, b: start + stored.size - 1 });
+        continue;
+      }
+      const part = await book.part(record._id, k, state.version);
+      ranges.push(...part.pieces.map(({ a, b }) => ({ a, b })));
+    }
+    return { total: record.total ?? state.total, ranges: mergeRanges(ranges) };
+  }
+
+  /**
+   * For readers: finishes what a crashed or failed request left undone (a covered part never
+   * assembled, a completion never finished), once its lease has run out.
+   */
+  async finishIfComplete(record: UploadRecord): Promise<boolean> {
+    const { commits, clock, leases } = this.ctx;
+    const holder = randomBytes(6).toString('hex');
+    const work = await commits.commit(record._id, (view) =>
+      claimRemainingWork(view, record.total, clock(), leases, holder),
+    );
+    if (!work) return false;
+    countTakeovers(this.ctx.metrics, work.takenOver);
+    try {
+      return await this.completion.run(record, { ...work, replaced: undefined }, holder);
+    } catch (error) {
+      // S3 lost the upload (LostUploads): to a reader, the content is still unfinished.
+      if (error instanceof ServiceError && ['uploadRestarted', 'contentCompleting'].includes(error.code)) return false;
+      throw error;
+    }
+  }
+}
 
 /** S3 does not hold the upload any more, nor shows its object: see LostUploads. */
 class UploadLost extends Error {

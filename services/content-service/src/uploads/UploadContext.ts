@@ -6,8 +6,7 @@ import type { ObjectStore } from '../store/ObjectStore';
 import type { Presigner } from '../store/Presigner';
 import type { UploadBook } from '../store/UploadBook';
 import type { PartAssembler } from './PartAssembler';
-import type { StageTimings } from './StageTimings';
-import type { UploadMetrics } from './UploadMetrics';
+import { type StageTimings, type UploadMetrics } from './UploadMetrics';
 import type { OwnerQuotas } from '../quotas/OwnerQuotas';
 import type { Leases } from './WriteAdmission';
 
@@ -106,6 +105,19 @@ export interface WriteRequest {
   crc64nvme?: Buffer | null;
   /** Where the request's time goes (its Server-Timing header); none for internal callers. */
   timings?: StageTimings;
+  /** More S3 user metadata for the finished object, given when the content is created (ASCII). */
+  metadata?: Record<string, string>;
+}
+
+/** A new content of `total` bytes (null: not known yet) that gets its bytes by later writes. */
+export interface BeginRequest {
+  ownerId: string;
+  total: number | null;
+  contentType: string | null;
+  uploader?: string | null;
+  uploaderCertificate?: string | null;
+  /** More S3 user metadata for the finished object (ASCII names and values). */
+  metadata?: Record<string, string>;
 }
 
 export interface WriteOutcome {

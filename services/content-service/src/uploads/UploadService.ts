@@ -1,33 +1,37 @@
+import { Readable } from 'node:stream';
 import { ServiceError } from '@cp/errors';
+import { MAX_CONTENT_SIZE } from '@cp/protocol';
 import { BookCommits } from './BookCommits';
 import type { UploadRecord } from '../store/UploadBook';
-import { BackgroundAssemblies } from './BackgroundAssemblies';
+import { BackgroundAssemblies, UploadCompletion, UploadStatus } from './UploadCompletion';
 import { ContentCreation } from './ContentCreation';
-import { ContentRemoval } from './ContentRemoval';
+import { ContentRemoval, type ExpiringUploads, LostUploads, UploadCleanup, UploadExpiry } from './UploadCleanup';
 import { DirectParts } from './DirectParts';
-import { LostUploads } from './LostUploads';
 import { RangeWriter } from './RangeWriter';
 import { ReadyContentRewrites } from './ReadyContentRewrites';
-import { StageTimings } from './StageTimings';
-import { UploadCleanup } from './UploadCleanup';
-import { UploadCompletion } from './UploadCompletion';
+import { StageTimings, UploadMetrics } from './UploadMetrics';
 import {
   NO_EVENTS,
+  type BeginRequest,
   type UploadContext,
   type UploadServiceDeps,
   type UploadServiceOptions,
   type WriteOutcome,
   type WriteRequest,
 } from './UploadContext';
-import { UploadExpiry, type ExpiringUploads } from './UploadExpiry';
-import { UploadMetrics } from './UploadMetrics';
-import { UploadStatus } from './UploadStatus';
-import { contentKey } from './ObjectKeys';
+import { contentKey } from './PartGrid';
 import { admitWrite } from './WriteAdmission';
 import { OwnerQuotas } from '../quotas/OwnerQuotas';
 
-export type { Clock, UploadServiceDeps, UploadServiceOptions, WriteOutcome, WriteRequest } from './UploadContext';
-export { contentKey } from './ObjectKeys';
+export type {
+  BeginRequest,
+  Clock,
+  UploadServiceDeps,
+  UploadServiceOptions,
+  WriteOutcome,
+  WriteRequest,
+} from './UploadContext';
+export { contentKey, KEPT_FOLDERS } from './PartGrid';
 export { MAX_LIFE_TTLS } from './WriteAdmission';
 
 /**
@@ -109,6 +113,32 @@ export class UploadService implements ExpiringUploads {
       admitted.range,
       request.sha256,
     );
+  }
+
+  /**
+   * A new content with no bytes yet, which later writes of ranges fill (a resumable-upload
+   * protocol's creation); its id. A content of 0 bytes is stored at once, ready.
+   */
+  async begin(request: BeginRequest, timings = new StageTimings()): Promise<string> {
+    if (request.total !== null && request.total > MAX_CONTENT_SIZE)
+      throw ServiceError.of('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+    if (request.total === 0) {
+      const empty = { ...request, contentId: null, range: null, declaredLength: 0, body: Readable.from([]) };
+      return (await this.creation.storeWhole(empty, 0)).id;
+    }
+    return (await this.creation.begin(request, timings))._id;
+  }
+
+  /**
+   * Names the total of an unfinished upload created without one, with no bytes (see
+   * RangeWriter.nameTotal); completes the content when every byte is there.
+   */
+  async nameTotal(ownerId: string, id: string, total: number, timings = new StageTimings()): Promise<WriteOutcome> {
+    if (total > MAX_CONTENT_SIZE)
+      throw ServiceError.of('contentTooLarge', `a content may be at most ${MAX_CONTENT_SIZE} bytes`);
+    const record = await this.status.find(ownerId, id);
+    if (!record) throw ServiceError.of('contentNotFound', `there is no unfinished upload ${id} of owner ${ownerId}`);
+    return this.ranges.nameTotal(record, total, timings);
   }
 
   /** DELETE: removes a ready content or aborts an unfinished upload (see ContentRemoval). */

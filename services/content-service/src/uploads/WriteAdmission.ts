@@ -1,10 +1,7 @@
 import { ServiceError } from '@cp/errors';
-import type { ContentRange } from '@cp/protocol';
-import type { UploadRecord } from '../store/UploadBook';
-import type { PartRanges, UploadState } from '../store/UploadBook';
-import { classifyRange, type ByteRange } from './ByteRanges';
-import { MAX_CONTENT_SIZE, MAX_RANGES_PER_PART, PART_SIZE } from '@cp/protocol';
-import { PartGrid } from './PartGrid';
+import { type ContentRange, MAX_CONTENT_SIZE, MAX_RANGES_PER_PART, PART_SIZE } from '@cp/protocol';
+import { type PartRanges, type UploadRecord, type UploadState } from '../store/UploadBook';
+import { type ByteRange, classifyRange, PartGrid } from './PartGrid';
 
 /**
  * The rules a write must pass, as pure functions of what the request says and what the content's

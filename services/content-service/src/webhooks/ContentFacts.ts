@@ -1,7 +1,7 @@
 import { formatDigest } from '@cp/protocol';
 import type { ObjectStore } from '../store/ObjectStore';
 import type { UploadBook } from '../store/UploadBook';
-import { contentKey } from '../uploads/ObjectKeys';
+import { contentKey } from '../uploads/PartGrid';
 import type { FactSeen } from './events';
 import type { Intent } from './Outbox';
 

@@ -14,6 +14,9 @@ export interface Intent {
   trace?: string;
 }
 
+/** The outbox's two claimable queues: deliveries due, and intents whose fact is to be checked. */
+export type OutboxQueue = 'deliveries' | 'intents';
+
 /** What the metrics tell of the outbox (Outbox.levels). */
 export interface OutboxLevels {
   pending: number;
@@ -50,7 +53,8 @@ const PUBLISHED_KEPT_MS = 24 * 3_600_000;
  * subscribed webhook (sorted set `due`), remembers its id as published and removes the intent.
  * Publishing is idempotent: a second publication of the same event id (a successor, the intent
  * check) finds the id published and adds nothing. Deliveries are claimed by re-scoring them at
- * now + lease, so a dispatcher that dies returns its claims when the lease runs out.
+ * now + lease (renewed while the dispatcher works on them), so a dispatcher that dies returns its
+ * claims when the lease runs out.
  */
 export class Outbox {
   constructor(
@@ -119,6 +123,24 @@ export class Outbox {
   async claimDeliveries(now: number, leaseMs: number, limit: number): Promise<Delivery[]> {
     const claimed = await this.claim(this.keys.due, this.keys.delivery, now, leaseMs, limit);
     return claimed.map((v) => JSON.parse(v) as Delivery);
+  }
+
+  /**
+   * Extends claims to `until`: each of `held` (id, the score its claim gave it) whose score is
+   * still that one. The ids extended; an entry settled, retried or postponed since is left as is.
+   */
+  async renewClaims(
+    queue: OutboxQueue,
+    held: ReadonlyArray<readonly [string, number]>,
+    until: number,
+  ): Promise<string[]> {
+    const zset = queue === 'deliveries' ? this.keys.due : this.keys.intents;
+    return runScript<string[]>(
+      this.redis,
+      RENEW,
+      [zset],
+      [String(until), ...held.flatMap(([id, at]) => [id, String(at)])],
+    );
   }
 
   /** A delivery acknowledged (or given up): gone. */
@@ -212,6 +234,18 @@ for _, id in ipairs(ids) do
     table.insert(out, value)
   else
     redis.call('ZREM', KEYS[1], id)
+  end
+end
+return out`);
+
+// KEYS: zset. ARGV: until, then pairs of id and the score its claim gave it.
+const RENEW = luaScript(`
+local out = {}
+for i = 2, #ARGV, 2 do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) == tonumber(ARGV[i + 1]) then
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[1], ARGV[i])
+    table.insert(out, ARGV[i])
   end
 end
 return out`);

@@ -9,6 +9,7 @@ import type { Delivery, Intent, Outbox } from './Outbox';
 import type { SubscriberIndex } from './SubscriberIndex';
 import type { UrlPolicy } from './urlPolicy';
 import { eventOf } from './WebhookEvents';
+import { HeldClaims } from './HeldClaims';
 import { SecretUnreadable } from './SecretBox';
 import type { Webhook, WebhookStore } from './WebhookStore';
 
@@ -21,7 +22,10 @@ export interface WebhookDispatcherOptions {
   concurrency: number;
   /** The limit of one delivery: connect, TLS, answer. */
   timeoutMs: number;
-  /** A claim's lease: a dispatcher that dies holding it gives it back this long after. */
+  /**
+   * A claim's lease, renewed every third of it while the round works on the entry: a dispatcher
+   * that dies holding a claim gives it back at most this long after.
+   */
   leaseMs: number;
   retry: RetrySchedule;
   /** After this long an intent whose fact has not happened is dropped. */
@@ -133,16 +137,31 @@ export class WebhookDispatcher {
   /** One round: the owner index refreshed, due intents settled, due deliveries sent. */
   async runOnce(): Promise<void> {
     await this.index.refresh().catch(() => undefined);
-    const now = this.clock();
     const { leaseMs, batchSize } = this.options;
-    for (const intent of await this.outbox.claimIntents(now, leaseMs, batchSize)) await this.settleIntent(intent);
-    const due = await this.outbox.claimDeliveries(now, leaseMs, batchSize);
-    const queue = [...due];
-    const worker = async () => {
-      for (let d = queue.shift(); d; d = queue.shift()) await this.deliver(d);
-    };
-    await Promise.all(Array.from({ length: Math.min(this.options.concurrency, due.length) }, worker));
-    if (due.length === batchSize) this.again = true; // more may be due
+    const held = new HeldClaims(this.outbox, leaseMs, this.clock, this.logger);
+    try {
+      let at = this.clock();
+      const intents = await this.outbox.claimIntents(at, leaseMs, batchSize);
+      held.hold('intents', intents, at + leaseMs);
+      for (const intent of intents) {
+        await this.settleIntent(intent);
+        held.release('intents', intent.id);
+      }
+      at = this.clock();
+      const due = await this.outbox.claimDeliveries(at, leaseMs, batchSize);
+      held.hold('deliveries', due, at + leaseMs);
+      const queue = [...due];
+      const worker = async () => {
+        for (let d = queue.shift(); d; d = queue.shift()) {
+          await this.deliver(d);
+          held.release('deliveries', d.id);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(this.options.concurrency, due.length) }, worker));
+      if (due.length === batchSize) this.again = true; // more may be due
+    } finally {
+      await held.stop();
+    }
     await this.measure();
   }
 

@@ -14,6 +14,9 @@ import { WebhookDispatcher } from './WebhookDispatcher';
 import { WebhookEvents } from './WebhookEvents';
 import { WebhookStore } from './WebhookStore';
 
+/** How soon the claims of a dispatcher that died come back to the others (or to its restart). */
+export const WEBHOOK_CLAIM_LEASE_MS = 10_000;
+
 export interface Webhooks {
   store: WebhookStore;
   index: SubscriberIndex;
@@ -60,8 +63,8 @@ export function startWebhooks(deps: {
       batchSize: c.WEBHOOK_BATCH_SIZE,
       concurrency: c.WEBHOOK_CONCURRENCY,
       timeoutMs: c.WEBHOOK_TIMEOUT_SECONDS * 1000,
-      // Longer than a delivery may take: a live dispatcher's claim never runs out under it.
-      leaseMs: (c.WEBHOOK_TIMEOUT_SECONDS + 30) * 1000,
+      // Renewed while a round holds it: a killed dispatcher's deliveries are sent again this soon.
+      leaseMs: WEBHOOK_CLAIM_LEASE_MS,
       retry: {
         firstMs: c.WEBHOOK_RETRY_FIRST_SECONDS * 1000,
         capMs: c.WEBHOOK_RETRY_MAX_SECONDS * 1000,

@@ -125,6 +125,9 @@ function credentialRefusal(req: Request): EdgeRefusal | null {
  * stays the authority; the gateway applies the same grammar and limits (@cp/protocol) only to
  * refuse from the head a write that can never succeed, before any body byte is read.
  */
+/** The resumable doors' paths (`/v1/{ownerId}/tus`, `/v1/{ownerId}/resumable`, and an upload's below each). */
+const RESUMABLE_PATH = /^\/v1\/[^/]+\/(tus|resumable)(\/[^/]*)?$/;
+
 function contentRefusal(req: Request): EdgeRefusal | null {
   for (const name of [HEADERS.contentRange, HEADERS.range]) {
     const value = req.headers[headerKey(name)];
@@ -133,6 +136,8 @@ function contentRefusal(req: Request): EdgeRefusal | null {
     }
   }
   if (req.method !== 'POST' && req.method !== 'PUT') return null;
+  // The resumable doors take a creation's body of any length (the content-service cuts it into parts).
+  if (RESUMABLE_PATH.test(req.path)) return null;
   const lengthHeader = req.headers['content-length'];
   const length = lengthHeader === undefined ? null : Number(lengthHeader);
   if (length === null && req.headers['transfer-encoding'] === undefined)
