@@ -190,7 +190,8 @@ describeInChromium('browser-client.e2e')('the client library’s browser bundle 
     } finally {
       await proxy.stop();
     }
-  }, 120_000);
+    // 120 s did not suffice once, on two cores shared with a Go build and a benchmark; the time is printed.
+  }, 300_000);
 
   it('resumes an upload aborted after its first part, sending only the part it lacked', async () => {
     const result = await page.evaluate(

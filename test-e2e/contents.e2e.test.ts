@@ -124,6 +124,18 @@ describe('contents through the gateway', () => {
   // other test files and a background Go build on two cores; the time is printed.
   it('answers exactly one 201 when the last two parts race, 50 times over', async () => {
     const started = performance.now();
+    // A 503 (Retry-After) is an answer the service may give to either racer (its claim on a part
+    // lost when Redis was slow to answer, say): the client sends the part again, as the spec asks,
+    // and what is checked is the outcome of both after that.
+    let retried = 0;
+    const putPartRetrying = async (...args: Parameters<typeof putPart>) => {
+      for (let attempt = 1; ; attempt++) {
+        const answer = await putPart(...args);
+        if (answer.status !== 503 || attempt === 3) return answer;
+        retried++;
+        await new Promise((r) => setTimeout(r, 1000 * Number(answer.headers.get('retry-after') ?? 1)));
+      }
+    };
     const total = 2 * P + 10;
     const part1 = randomBytes(P);
     const part2 = randomBytes(P);
@@ -134,8 +146,8 @@ describe('contents through the gateway', () => {
       expect(created.status).toBe(201);
       const id = created.json().id;
       const answers = await Promise.all([
-        putPart(owner, id, token, part1, rangeOf(0, P, total)),
-        putPart(owner, id, token, part2, rangeOf(P, 2 * P, total)),
+        putPartRetrying(owner, id, token, part1, rangeOf(0, P, total)),
+        putPartRetrying(owner, id, token, part2, rangeOf(P, 2 * P, total)),
       ]);
       const statuses = answers.map((a) => a.status).sort();
       expect(statuses).toEqual([200, 201]);
@@ -150,7 +162,9 @@ describe('contents through the gateway', () => {
         expect(probe.body.equals(Buffer.from([part1[P - 1]!, part2[0]!]))).toBe(true);
       }
     }
-    console.log(`50 races of the last two parts: ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `50 races of the last two parts: ${((performance.now() - started) / 1000).toFixed(1)} s; ${retried} answer(s) of 503 sent again`,
+    );
   }, 900_000);
 
   it("never lets one owner read or learn of another owner's content", async () => {
