@@ -94,7 +94,7 @@ if (CONTENTS < FIRST_POINT) usage(`--contents must be at least ${FIRST_POINT}`);
 const AUTH_DIR = path.join(ROOT, 'services', 'auth-service');
 const SESSION_DIR = path.join(ROOT, 'services', 'session-service');
 // Where the content-service puts a content's object: the direct reads fetch those very objects.
-const { contentKey } = require(path.join(ROOT, 'services/content-service/dist/uploads/ObjectKeys.js'));
+const { contentKey } = require(path.join(ROOT, 'services/content-service/dist/uploads/PartGrid.js'));
 // pkijs and asn1js are the auth-service's; the bench borrows them to issue certificates and play the client.
 const pkijs = require(require.resolve('pkijs', { paths: [AUTH_DIR] }));
 const asn1js = require(require.resolve('asn1js', { paths: [AUTH_DIR] }));
