@@ -4,9 +4,12 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/bootstrap.sh
+# Debian's Prometheus and Chromium, which test files run (when missing): fetched and installed in
+# the background while the backing servers are built and started.
+bash deploy/checks/install-tools.sh test-packages &
+packages=$!
 bash deploy/local/backing-servers.sh start
-# Debian's Prometheus, which test-e2e/prometheus.e2e.test.ts runs against the stack (when missing).
-bash deploy/checks/install-tools.sh prometheus
+wait "$packages"
 eval "$(bash deploy/local/backing-servers.sh env)"
 # The tests' temporary files (test CAs, downloads, proxies' state) go to a directory of this run,
 # removed when every test passed and kept for a look otherwise; jest's transform cache stays

@@ -6,7 +6,8 @@
 #   chromium       Debian's package, for the /docs page test (skipped with --no-chromium)
 #   (kubectl-validate is skipped with --no-kubectl-validate)
 #   promtool       Debian's package prometheus, for the alert rules' checks and unit tests (and
-#                  the Prometheus server test-e2e/prometheus.e2e.test.ts runs: `install-tools.sh prometheus`)
+#                  the Prometheus server test-e2e/prometheus.e2e.test.ts runs: `install-tools.sh prometheus`;
+#                  `install-tools.sh test-packages`: prometheus and chromium, for scripts/test.sh)
 # and, into $HOME/.cache/content-platform/crds, the CustomResourceDefinitions the manifests use, so
 # that kubectl-validate checks those objects offline too (list below: each file pinned by version
 # and SHA-256). They are files of the projects' own Go modules, fetched with `go mod download`
@@ -38,10 +39,15 @@ export PATH="$TOOLS_DIR:$PATH"
 # Each line says when it came, in seconds since the start: what each tool cost to fetch or build.
 log() { printf 'install-tools: [%4ss] %s\n' "$SECONDS" "$*" >&2; }
 
+# apt runs one at a time: scripts/test.sh installs the tests' packages in the background while
+# deploy/local/backing-servers.sh may install redis-server (both take this lock).
 apt_install() {
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+  (
+    flock 8
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+  ) 8>"${TMPDIR:-/tmp}/content-platform-apt.lock"
 }
 
 need_go() {
@@ -117,9 +123,23 @@ install_promtool() {
   fi
 }
 
-# `install-tools.sh prometheus`: Prometheus and promtool alone (scripts/test.sh, for
-# test-e2e/prometheus.e2e.test.ts); `install-tools.sh crds`: the CRD files alone
-# (deploy/cluster/validate.sh).
+# The Debian packages the tests run (scripts/test.sh): Prometheus (test-e2e/prometheus.e2e.test.ts)
+# and Chromium (the /docs page, the browser bundle and Uppy), those missing in one apt call.
+install_test_packages() {
+  local missing=()
+  command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  [ ${#missing[@]} -gt 0 ] || return 0
+  log "installing ${missing[*]} (Debian packages)"
+  apt_install "${missing[@]}"
+  log "installed ${missing[*]}"
+  install_promtool
+}
+
+# `install-tools.sh test-packages`: Prometheus and Chromium alone (scripts/test.sh);
+# `install-tools.sh prometheus`: Prometheus and promtool alone; `install-tools.sh crds`: the CRD
+# files alone (deploy/cluster/validate.sh).
+if [ "${1:-}" = "test-packages" ]; then install_test_packages; exit 0; fi
 if [ "${1:-}" = "prometheus" ]; then install_promtool; exit 0; fi
 if [ "${1:-}" = "crds" ]; then install_crds; exit 0; fi
 
