@@ -167,7 +167,9 @@ describeInChromium('browser-client.e2e')('the client library’s browser bundle 
         async ({ baseUrl, token, owner, size }) => {
           const { BrowserContentClient } = (window as unknown as PageGlobals).contentClient;
           const retries: string[] = [];
-          const api = new BrowserContentClient({ baseUrl, token, onRetry: (n) => retries.push(n.reason) });
+          // Four cuts, and a resend may meet the part still held by the request that was cut (503
+          // partWriting, retried too): more than the default five retries may be needed.
+          const api = new BrowserContentClient({ baseUrl, token, retries: 8, onRetry: (n) => retries.push(n.reason) });
           const file = (window as unknown as PageGlobals).randomFile('cut.bin', size);
           const started = performance.now();
           const id = await api.upload(file, { owner, concurrency: 2 });
@@ -183,9 +185,14 @@ describeInChromium('browser-client.e2e')('the client library’s browser bundle 
         `browser-client.e2e: 200 MiB in ${result.ms} ms; ${proxy.cuts.length} cuts, the client retried ${result.retries.length} time(s): ${result.retries.join('; ')}\n`,
       );
       expect(proxy.cuts.length).toBe(4);
-      // Sent again after each cut, whoever sent it (Chromium or the client), and through the fifth time.
-      expect(proxy.requests.filter(secondPart).length).toBe(5);
-      expect(result.retries.length).toBeLessThanOrEqual(4);
+      // Sent again after each cut, whoever sent it (Chromium or the client), and through the fifth
+      // time; and at most once more for each 503 of a resend that came while a cut request still held
+      // the part (such a request may also have been cut as its body went on).
+      const partWriting = result.retries.filter((r) => /being written by another request/.test(r)).length;
+      const sent = proxy.requests.filter(secondPart).length;
+      expect(sent).toBeGreaterThanOrEqual(5);
+      expect(sent).toBeLessThanOrEqual(5 + partWriting);
+      expect(result.retries.length - partWriting).toBeLessThanOrEqual(4);
       expect(await readBack(result.id)).toMatchObject({ size: 200 * 1024 * 1024, sha256: result.sha256 });
     } finally {
       await proxy.stop();
