@@ -117,6 +117,10 @@ install_promtool() {
   command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 && return
   log "installing promtool (Debian package prometheus)"
   apt_install prometheus
+  stop_packaged_prometheus
+}
+
+stop_packaged_prometheus() {
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
     local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
     $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
@@ -133,7 +137,7 @@ install_test_packages() {
   log "installing ${missing[*]} (Debian packages)"
   apt_install "${missing[@]}"
   log "installed ${missing[*]}"
-  install_promtool
+  stop_packaged_prometheus
 }
 
 # `install-tools.sh test-packages`: Prometheus and Chromium alone (scripts/test.sh);
