@@ -39,16 +39,7 @@ export PATH="$TOOLS_DIR:$PATH"
 # Each line says when it came, in seconds since the start: what each tool cost to fetch or build.
 log() { printf 'install-tools: [%4ss] %s\n' "$SECONDS" "$*" >&2; }
 
-# apt runs one at a time: scripts/test.sh installs the tests' packages in the background while
-# deploy/local/backing-servers.sh may install redis-server (both take this lock).
-apt_install() {
-  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  (
-    flock 8
-    $sudo apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
-  ) 8>"${TMPDIR:-/tmp}/content-platform-apt.lock"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/apt-install.sh"
 
 need_go() {
   source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/use-go.sh"

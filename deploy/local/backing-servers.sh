@@ -29,15 +29,7 @@ need_go() {
 # static and -trimpath: one build configuration, so that Go's build cache compiles the standard
 # library and any dependency at a version two of them share once, not once per configuration.
 
-# One apt at a time (deploy/checks/install-tools.sh takes the same lock).
-apt_install() {
-  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  (
-    flock 8
-    $sudo apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
-  ) 8>"${TMPDIR:-/tmp}/content-platform-apt.lock"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/apt-install.sh"
 
 # What the FerretDB build changes in its source (the stamp names it, so that a binary built before
 # is built again). With SQLite, FerretDB v1 finds a lone `_id` (find, update, delete) with the
