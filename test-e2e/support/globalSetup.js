@@ -1,18 +1,10 @@
 // Starts one stack (gateway + services) for the whole `system` test run, against the backing
 // servers scripts/test.sh started. Tests read where it listens from process.env.
 const fs = require('node:fs');
-const net = require('node:net');
 const path = require('node:path');
-const { startStack, ROOT } = require('../../tools/devstack/stack');
-
-/** A TCP port nothing listens on now (for a page server a test starts later). */
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+// freePort never names a port twice in this process: the browser origins' ports differ from each
+// other and from the ports of the stack started below.
+const { freePort, startStack, ROOT } = require('../../tools/devstack/stack');
 
 module.exports = async () => {
   const prefix = `t${Date.now().toString(36)}`;
