@@ -30,8 +30,12 @@ const shared = {
       { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
     ],
     '/node_modules/.+\\.m?js$': [
-      '@swc/jest',
-      { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } },
+      '<rootDir>/scripts/jest-transform.js',
+      {
+        jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } },
+        module: { type: 'commonjs' },
+        bindGlobals: true,
+      },
     ],
   },
   // node_modules stay untransformed but for the ESM-only packages (pnpm's `.pnpm/<name>@<version>/` path and the link to it).
