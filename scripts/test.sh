@@ -3,13 +3,17 @@
 # Redis servers started on 127.0.0.1 by deploy/local/backing-servers.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/bootstrap.sh
-# Debian's Prometheus and Chromium, which test files run (when missing): fetched and installed in
-# the background while the backing servers are built and started.
+# What a fresh machine lacks is made side by side from the first second: the backing servers (Go
+# builds of FerretDB and versitygw, Redis from Debian), Debian's Prometheus and Chromium (which test
+# files run), and Node.js, the npm packages and the build (bootstrap). Once made, each is a check.
+bash deploy/local/backing-servers.sh install &
+servers=$!
 bash deploy/checks/install-tools.sh test-packages &
 packages=$!
-bash deploy/local/backing-servers.sh start
+source scripts/bootstrap.sh
+wait "$servers"
 wait "$packages"
+bash deploy/local/backing-servers.sh start
 eval "$(bash deploy/local/backing-servers.sh env)"
 # The tests' temporary files (test CAs, downloads, proxies' state) go to a directory of this run,
 # removed when every test passed and kept for a look otherwise; jest's transform cache stays
