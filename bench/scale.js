@@ -95,7 +95,9 @@ const AUTH_DIR = path.join(ROOT, 'services', 'auth-service');
 const SESSION_DIR = path.join(ROOT, 'services', 'session-service');
 // Where the content-service puts a content's object: the direct reads fetch those very objects.
 const { contentKey } = require(path.join(ROOT, 'services/content-service/dist/uploads/PartGrid.js'));
-// pkijs and asn1js are the auth-service's; the bench borrows them to issue certificates and play the client.
+// pkijs and asn1js are the auth-service's; the bench borrows them to issue certificates. It opens
+// sign-in challenges with the platform's client library.
+const { decryptEncryptedKey } = require('../libs/client/dist/EncryptedKey');
 const pkijs = require(require.resolve('pkijs', { paths: [AUTH_DIR] }));
 const asn1js = require(require.resolve('asn1js', { paths: [AUTH_DIR] }));
 pkijs.setEngine('node', new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto }));
@@ -640,7 +642,7 @@ async function main() {
       );
       check(a, 200, 'authenticate-by-cert');
       const { EncryptedKey, Link } = JSON.parse(a.body);
-      const rnd = await decrypt(EncryptedKey, signin.pkcs8);
+      const rnd = await decrypt(EncryptedKey, user.pem, signin.keyPem);
       const b = await request(
         'POST',
         `${Link.Href}&apiKey=${signin.apiKey}`,
@@ -782,11 +784,9 @@ async function main() {
   }
 }
 
-/** Decrypts EncryptedKey in process with pkijs, as bench/signin.js does by default. */
-async function decrypt(encryptedKeyB64, pkcs8) {
-  const info = pkijs.ContentInfo.fromBER(Buffer.from(encryptedKeyB64, 'base64'));
-  const enveloped = new pkijs.EnvelopedData({ schema: info.content });
-  return Buffer.from(await enveloped.decrypt(0, { recipientPrivateKey: pkcs8 }));
+/** Opens EncryptedKey in process as the platform's client does (@cp/client), as bench/signin.js does by default. */
+function decrypt(encryptedKeyB64, certificatePem, keyPem) {
+  return decryptEncryptedKey(encryptedKeyB64, certificatePem, keyPem);
 }
 
 /**
@@ -1015,7 +1015,10 @@ async function seedSignIn(stack, owners) {
     apiKey,
     users,
     sessions,
-    pkcs8: new Uint8Array(userKey.privateKey).buffer,
+    keyPem: createPrivateKey({ key: Buffer.from(userKey.privateKey), format: 'der', type: 'pkcs8' }).export({
+      type: 'pkcs8',
+      format: 'pem',
+    }),
     written,
     addSessionsTo,
     forget,

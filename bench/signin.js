@@ -1,10 +1,10 @@
 // Certificate sign-in, session refresh, and content requests authorised by auth.sid versus by
 // Bearer, through the gateway of a fresh local stack, in one run.
 //   pnpm bench signin [--seconds 10] [--in-flight 8] [--requests 4000] [--openssl]
-// A full sign-in is authenticate-by-cert + decrypting EncryptedKey (in process with pkijs, or with
-// the `openssl cms` command when --openssl is given) + approve-cert.
+// A full sign-in is authenticate-by-cert + decrypting EncryptedKey (in process with the platform's
+// client library, @cp/client, or with the `openssl cms` command when --openssl is given) + approve-cert.
 const { execFileSync } = require('node:child_process');
-const { randomBytes, randomUUID, webcrypto } = require('node:crypto');
+const { randomBytes, randomUUID } = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -18,9 +18,7 @@ const IN_FLIGHT = Number(args['in-flight'] ?? 8);
 const REQUESTS = Number(args.requests ?? 4000);
 const USE_OPENSSL = 'openssl' in args;
 
-// pkijs is a dependency of the auth-service; the bench borrows it to play the client.
-const pkijs = require(require.resolve('pkijs', { paths: [path.join(ROOT, 'services', 'auth-service')] }));
-pkijs.setEngine('node', new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto }));
+const { decryptEncryptedKey } = require('../libs/client/dist/EncryptedKey');
 
 const openssl = (a, input) => execFileSync('openssl', a, { input, stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
 
@@ -61,9 +59,7 @@ async function decrypt(encryptedKeyB64, user) {
       ['cms', '-decrypt', '-inform', 'DER', '-recip', user.certPath, '-inkey', user.keyPath, '-binary'],
       der,
     );
-  const info = pkijs.ContentInfo.fromBER(der);
-  const enveloped = new pkijs.EnvelopedData({ schema: info.content });
-  return Buffer.from(await enveloped.decrypt(0, { recipientPrivateKey: user.pkcs8 }));
+  return decryptEncryptedKey(encryptedKeyB64, user.pem, user.keyPem);
 }
 
 async function main() {
@@ -133,8 +129,7 @@ async function main() {
       ]);
       const owner = randomUUID();
       admin('user', 'add', '--user', randomUUID(), '--owner', owner, '--cert', certPath);
-      const pkcs8 = openssl(['pkcs8', '-topk8', '-nocrypt', '-in', keyPath, '-outform', 'DER']);
-      users.push({ certPath, keyPath, pem: fs.readFileSync(certPath), owner, pkcs8: new Uint8Array(pkcs8).buffer });
+      users.push({ certPath, keyPath, pem: fs.readFileSync(certPath), keyPem: fs.readFileSync(keyPath), owner });
     }
     const gw = stack.gatewayUrl;
     const signIn = async (user) => {
@@ -156,7 +151,7 @@ async function main() {
     };
 
     process.stdout.write(
-      `\nsign-in benchmark: ${IN_FLIGHT} in flight, ${SECONDS} s per phase, decrypt with ${USE_OPENSSL ? 'openssl cms' : 'pkijs in process'}\n\n`,
+      `\nsign-in benchmark: ${IN_FLIGHT} in flight, ${SECONDS} s per phase, decrypt with ${USE_OPENSSL ? 'openssl cms' : '@cp/client in process'}\n\n`,
     );
     await Promise.all(users.map(signIn)); // warm-up
     const signIns = await forDuration(users, SECONDS, async (u) => {
