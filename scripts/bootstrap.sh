@@ -76,6 +76,11 @@ if ! command -v pnpm >/dev/null 2>&1; then
 fi
 
 # stdout carries only the PATH prefix.
-pnpm install --frozen-lockfile --reporter=silent >&2
+# Bounded: with a registry it cannot reach over TLS (a proxy whose CA Node.js is not given in
+# NODE_EXTRA_CA_CERTS, say), pnpm 10 printed its errors and then waited without end.
+if ! timeout 1200 pnpm install --frozen-lockfile --reporter=silent >&2; then
+  echo "bootstrap: pnpm install failed or took over 20 minutes (is https://registry.npmjs.org reachable, and its certificate chain trusted?)" >&2
+  exit 1
+fi
 pnpm --silent build >&2
 printf '%s' "$path_prefix"
