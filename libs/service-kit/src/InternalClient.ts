@@ -1,5 +1,6 @@
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { closeIdleSockets } from './idleSockets';
 import type { ServiceError } from '@cp/errors';
 import { endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import { INTERNAL_SECRET_HEADER } from './requireInternalSecret';
@@ -33,7 +34,9 @@ export class InternalClient {
   constructor(private readonly options: InternalClientOptions) {
     this.base = new URL(options.baseUrl);
     const agentOptions = { keepAlive: true, maxSockets: 256, keepAliveMsecs: 10_000 };
-    this.agent = this.base.protocol === 'https:' ? new HttpsAgent(agentOptions) : new Agent(agentOptions);
+    this.agent = closeIdleSockets(
+      this.base.protocol === 'https:' ? new HttpsAgent(agentOptions) : new Agent(agentOptions),
+    );
   }
 
   /** The 503 of `unavailable`, for answers the caller cannot use. */

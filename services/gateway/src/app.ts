@@ -4,7 +4,14 @@ import type { Socket } from 'node:net';
 import express from 'express';
 import { createProxyMiddleware, type RequestHandler as ProxyHandler } from 'http-proxy-middleware';
 import type { Logger } from '@cp/logging';
-import { closeAfterAnswer, coalesceWrites, namesClose, type ServiceMetrics, serviceApp } from '@cp/service-kit';
+import {
+  closeAfterAnswer,
+  closeIdleSockets,
+  coalesceWrites,
+  namesClose,
+  type ServiceMetrics,
+  serviceApp,
+} from '@cp/service-kit';
 import { endOutgoingCall, startOutgoingCall } from '@cp/tracing';
 import type { ApiDescription } from './docs/ApiDescription';
 import { docsRoutes } from './docs/docsRoutes';
@@ -45,7 +52,7 @@ export function buildApp(deps: GatewayDeps): express.Express {
   });
   app.use(docsRoutes(deps.description));
 
-  const agent = new RoomyAgent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
+  const agent = closeIdleSockets(new RoomyAgent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 }));
   const proxies = new Map<Upstream, ProxyHandler>();
   for (const [name, target] of Object.entries(deps.upstreams) as [Upstream, string][]) {
     const silenceMs =
