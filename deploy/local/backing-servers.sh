@@ -75,8 +75,16 @@ install_redis() {
 
 install() {
   install_redis
-  install_ferretdb
+  # The two Go builds side by side: each spends much of its time fetching modules, which the other's
+  # compilation can use. Go is looked for (or fetched) once, before either starts.
+  if [ ! -x "$TOOLS_DIR/ferretdb" ] || [ ! -x "$TOOLS_DIR/versitygw" ] ||
+    [ "$(cat "$TOOLS_DIR/ferretdb.build" 2>/dev/null)" != "$FERRETDB_BUILD" ]; then
+    need_go
+  fi
+  install_ferretdb &
+  local ferretdb=$!
   install_versitygw
+  wait "$ferretdb"
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
