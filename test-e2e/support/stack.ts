@@ -33,11 +33,17 @@ export interface TestStack {
   authEnv: Record<string, string>;
 }
 
-/** Where the stack of this test run listens (started once by the global setup). */
+let parsed: { raw: string; stack: TestStack } | undefined;
+
+/**
+ * Where the stack of this test run listens (started once by the global setup). Read once per test
+ * file: the HTTP helpers ask for it on every request (10,000 of them in contents-list.e2e).
+ */
 export function testStack(): TestStack {
   const raw = process.env.CP_TEST_STACK;
   if (!raw) throw new Error('CP_TEST_STACK is not set: run system tests through jest with the global setup');
-  return JSON.parse(raw) as TestStack;
+  if (parsed?.raw !== raw) parsed = { raw, stack: JSON.parse(raw) as TestStack };
+  return parsed.stack;
 }
 
 /** A Bearer token for `owners` signed by the dev key the test stack trusts. */
