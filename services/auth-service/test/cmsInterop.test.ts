@@ -21,6 +21,25 @@ const KEY_OPTIONS: Record<KeyKind, string[]> = {
   'ec-p384': ['-keyopt', 'ecdh_kdf_md:sha256'],
 };
 
+/** `rnd` as `openssl cms -encrypt` seals it for the certificate at `certPath` (DER). */
+function opensslEncrypt(dir: string, certPath: string, rnd: Buffer, cipher: string, keyopts: string[]): Buffer {
+  const input = join(dir, 'rnd.bin');
+  writeFileSync(input, rnd);
+  return openssl([
+    'cms',
+    '-encrypt',
+    '-binary',
+    cipher,
+    '-in',
+    input,
+    '-outform',
+    'DER',
+    '-recip',
+    certPath,
+    ...keyopts,
+  ]);
+}
+
 describe.each(KINDS)('CMS EnvelopedData with openssl cms, %s key', (kind) => {
   const pki = new TestPki();
   const ca = pki.root(`ca-${kind}`);
@@ -39,21 +58,7 @@ describe.each(KINDS)('CMS EnvelopedData with openssl cms, %s key', (kind) => {
 
   it('openssl cms -encrypt encrypts, decryptEncryptedKey opens it', async () => {
     const rnd = randomBytes(48);
-    const input = join(dir, 'rnd.bin');
-    writeFileSync(input, rnd);
-    const der = openssl([
-      'cms',
-      '-encrypt',
-      '-binary',
-      '-aes-256-cbc',
-      '-in',
-      input,
-      '-outform',
-      'DER',
-      '-recip',
-      user.certPath,
-      ...KEY_OPTIONS[kind],
-    ]);
+    const der = opensslEncrypt(dir, user.certPath, rnd, '-aes-256-cbc', KEY_OPTIONS[kind]);
     const plain = await decryptEncryptedKey(der.toString('base64'), user.pem, readFileSync(user.keyPath));
     expect(plain.equals(rnd)).toBe(true);
   });
@@ -64,23 +69,8 @@ describe('RSA key transport in the forms OpenSSL writes', () => {
   const user = pki.issue('user-rsa-forms', pki.root('ca-rsa-forms'), { kind: 'rsa' });
   const other = pki.issue('user-rsa-other', pki.root('ca-rsa-other'), { kind: 'rsa' });
   const dir = mkdtempSync(join(tmpdir(), 'cp-cms-'));
-  const encrypt = (rnd: Buffer, cipher: string, keyopts: string[]) => {
-    const input = join(dir, 'rnd.bin');
-    writeFileSync(input, rnd);
-    return openssl([
-      'cms',
-      '-encrypt',
-      '-binary',
-      cipher,
-      '-in',
-      input,
-      '-outform',
-      'DER',
-      '-recip',
-      user.certPath,
-      ...keyopts,
-    ]);
-  };
+  const encrypt = (rnd: Buffer, cipher: string, keyopts: string[]) =>
+    opensslEncrypt(dir, user.certPath, rnd, cipher, keyopts);
 
   it.each([
     ['RSAES-OAEP with SHA-256, AES-256-CBC', '-aes-256-cbc', KEY_OPTIONS.rsa],
