@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { AuthorityKeyIdentifier, BasicConstraints, type Certificate } from 'pkijs';
 
@@ -149,13 +149,31 @@ function dateOf(time: Certificate['notBefore']): Date {
   return value instanceof Date && !Number.isNaN(value.getTime()) ? value : new Date(NaN);
 }
 
-function rsaBitsOf(cert: Certificate, der: Buffer): number | undefined {
-  try {
-    const bits = new X509Certificate(der).publicKey.asymmetricKeyDetails?.modulusLength;
-    if (bits) return bits;
-  } catch {
-    // fall through to pkijs's reading of the key
+/** A certificate as OpenSSL reads it, and its public key, by its DER: made once per certificate. */
+const opensslViews = new WeakMap<Buffer, { x509: X509Certificate; key: KeyObject } | null>();
+
+/**
+ * The certificate in `der` as OpenSSL reads it, with its public key; null when OpenSSL cannot read
+ * either. Kept for as long as the DER buffer lives (a trust anchor's, for as long as it is cached).
+ */
+export function opensslView(der: Buffer): { x509: X509Certificate; key: KeyObject } | null {
+  let view = opensslViews.get(der);
+  if (view === undefined) {
+    try {
+      const x509 = new X509Certificate(der);
+      view = { x509, key: x509.publicKey };
+    } catch {
+      view = null;
+    }
+    opensslViews.set(der, view);
   }
+  return view;
+}
+
+function rsaBitsOf(cert: Certificate, der: Buffer): number | undefined {
+  const bits = opensslView(der)?.key.asymmetricKeyDetails?.modulusLength;
+  if (bits) return bits;
+  // else pkijs's reading of the key
   try {
     const parsed = cert.subjectPublicKeyInfo.parsedKey as { modulus?: asn1js.Integer } | undefined;
     const bytes = parsed?.modulus?.valueBlock.valueHexView;

@@ -1,6 +1,6 @@
-import { X509Certificate, type KeyObject } from 'node:crypto';
 import type { ParsedCertificate } from './CertificateText';
 import { certificateProblem, issuerProblem, leafKeyUsageProblem, signatureProblem } from './CertificatePolicy';
+import { opensslView } from './CertificateFacts';
 
 /** Where path building may look for issuers. */
 export interface PathSources {
@@ -169,30 +169,14 @@ export async function buildPath(
   return { valid: false, reason: best?.reason ?? 'no path to a trusted root' };
 }
 
-/** Each certificate as OpenSSL reads it, and its public key, made once (anchors live long). */
-const natives = new WeakMap<ParsedCertificate, { x509: X509Certificate; key: KeyObject } | null>();
-
-function native(c: ParsedCertificate): { x509: X509Certificate; key: KeyObject } | null {
-  let made = natives.get(c);
-  if (made === undefined) {
-    try {
-      const x509 = new X509Certificate(c.der);
-      made = { x509, key: x509.publicKey };
-    } catch {
-      made = null; // OpenSSL cannot read it: nothing it signed, and no signature on it, holds
-    }
-    natives.set(c, made);
-  }
-  return made;
-}
-
 /**
  * Whether `issuer`'s key made the signature on `child` (OpenSSL's X509_verify, which also refuses
  * a certificate whose two signature algorithm fields differ): a twentieth of the CPU pkijs spent.
  */
 function signedBy(child: ParsedCertificate, issuer: ParsedCertificate): boolean {
-  const c = native(child);
-  const i = native(issuer);
+  // OpenSSL cannot read one of them: nothing it signed, and no signature on it, holds.
+  const c = opensslView(child.der);
+  const i = opensslView(issuer.der);
   if (!c || !i) return false;
   try {
     return c.x509.verify(i.key);
