@@ -31,11 +31,7 @@ const shared = {
     ],
     '/node_modules/.+\\.m?js$': [
       '<rootDir>/scripts/jest-transform.js',
-      {
-        jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } },
-        module: { type: 'commonjs' },
-        bindGlobals: true,
-      },
+      { jsc: { target: 'es2022', parser: { syntax: 'ecmascript' } }, module: { type: 'commonjs' } },
     ],
   },
   // node_modules stay untransformed but for the ESM-only packages (pnpm's `.pnpm/<name>@<version>/` path and the link to it).

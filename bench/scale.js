@@ -642,7 +642,7 @@ async function main() {
       );
       check(a, 200, 'authenticate-by-cert');
       const { EncryptedKey, Link } = JSON.parse(a.body);
-      const rnd = await decrypt(EncryptedKey, user.pem, signin.keyPem);
+      const rnd = await decryptEncryptedKey(EncryptedKey, user.pem, signin.keyPem);
       const b = await request(
         'POST',
         `${Link.Href}&apiKey=${signin.apiKey}`,
@@ -782,11 +782,6 @@ async function main() {
   } finally {
     await cleanup();
   }
-}
-
-/** Opens EncryptedKey in process as the platform's client does (@cp/client), as bench/signin.js does by default. */
-function decrypt(encryptedKeyB64, certificatePem, keyPem) {
-  return decryptEncryptedKey(encryptedKeyB64, certificatePem, keyPem);
 }
 
 /**

@@ -1,5 +1,5 @@
-// swc's jest transformer, and for the ESM-only packages (pkijs, asn1js, @peculiar/utils, …) one more
-// step: their modules read `Object`, `ArrayBuffer`, `Uint8Array`, … as globals on every call, and in
+// swc's jest transformer with one more step, for the ESM-only packages it compiles (pkijs, asn1js,
+// @peculiar/utils, …; jest.config.js): their modules read `Object`, `ArrayBuffer`, `Uint8Array`, … as globals on every call, and in
 // jest's vm context each such read goes through the context's global object, several times slower
 // than a local binding. Binding them once at the top of the module makes the same objects local.
 const swcJest = require('@swc/jest');
@@ -18,11 +18,8 @@ const GLOBALS = [
 
 module.exports = {
   createTransformer(options) {
-    const { bindGlobals, ...swcOptions } = options ?? {};
-    const inner = swcJest.createTransformer(swcOptions);
-    const bind = bindGlobals === true;
+    const inner = swcJest.createTransformer(options);
     const process = (result) => {
-      if (!bind) return result;
       const code = typeof result === 'string' ? result : result.code;
       const prologue = '"use strict";';
       const at = code.startsWith(prologue) ? prologue.length : 0;
@@ -33,7 +30,7 @@ module.exports = {
     return {
       ...inner,
       process: (src, filename, opts) => process(inner.process(src, filename, opts)),
-      getCacheKey: (src, filename, opts) => `${inner.getCacheKey(src, filename, opts)}:${bind ? GLOBALS.join() : ''}`,
+      getCacheKey: (src, filename, opts) => `${inner.getCacheKey(src, filename, opts)}:${GLOBALS.join()}`,
     };
   },
 };

@@ -39,8 +39,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/apt-install.sh"
 # made with the index's expression; nothing else changes.
 FERRETDB_BUILD="$FERRETDB_VERSION +id-lookup-uses-index"
 
+ferretdb_built() { [ -x "$TOOLS_DIR/ferretdb" ] && [ "$(cat "$TOOLS_DIR/ferretdb.build" 2>/dev/null)" = "$FERRETDB_BUILD" ]; }
+versitygw_built() { [ -x "$TOOLS_DIR/versitygw" ]; }
+
 install_ferretdb() {
-  [ -x "$TOOLS_DIR/ferretdb" ] && [ "$(cat "$TOOLS_DIR/ferretdb.build" 2>/dev/null)" = "$FERRETDB_BUILD" ] && return
+  ferretdb_built && return
   need_go
   log "building FerretDB $FERRETDB_BUILD (about a minute)"
   local work; work=$(mktemp -d)
@@ -60,7 +63,7 @@ install_ferretdb() {
 }
 
 install_versitygw() {
-  [ -x "$TOOLS_DIR/versitygw" ] && return
+  versitygw_built && return
   need_go
   log "building versitygw $VERSITYGW_VERSION (about two minutes)"
   mkdir -p "$TOOLS_DIR"
@@ -77,10 +80,7 @@ install() {
   install_redis
   # The two Go builds side by side: each spends much of its time fetching modules, which the other's
   # compilation can use. Go is looked for (or fetched) once, before either starts.
-  if [ ! -x "$TOOLS_DIR/ferretdb" ] || [ ! -x "$TOOLS_DIR/versitygw" ] ||
-    [ "$(cat "$TOOLS_DIR/ferretdb.build" 2>/dev/null)" != "$FERRETDB_BUILD" ]; then
-    need_go
-  fi
+  ferretdb_built && versitygw_built || need_go
   install_ferretdb &
   local ferretdb=$!
   install_versitygw

@@ -23,6 +23,6 @@ export {
 } from './startService';
 export { connectMongo, type MongoConnection } from './connectMongo';
 export { InternalClient, type InternalAnswer, type InternalClientOptions } from './InternalClient';
-export { closeIdleSockets, IDLE_SOCKET_MS } from './idleSockets';
+export { closeIdleSockets } from './idleSockets';
 export { systemClock, type Clock } from './Clock';
 export { audited, forwardedChain, type Described } from './audited';
