@@ -32,6 +32,10 @@ describe('direct transfer', () => {
   const started: ServiceHandle[] = [];
   let offGateway: string;
   let unreachableGateway: string;
+  // The CLI's uploads go through a content-service of this file's own: its count of parts stored by
+  // presigned URL is then this file's alone (the shared stack's also counts other files' parts).
+  let cliContent: ServiceHandle;
+  let cliGateway: string;
 
   beforeAll(async () => {
     token = await tokenFor([owner]);
@@ -56,6 +60,12 @@ describe('direct transfer', () => {
     started.push(unreachable);
     const front = await startGatewayFor(unreachable.url, logDir, started);
     unreachableGateway = front.url;
+    cliContent = await startService('content-service', {
+      env: contentReplicaEnv({ DIRECT_TRANSFER: 'on', LOG_LEVEL: 'warn' }),
+      logDir,
+    });
+    started.push(cliContent);
+    cliGateway = (await startGatewayFor(cliContent.url, logDir, started)).url;
   });
 
   afterAll(async () => {
@@ -257,10 +267,10 @@ describe('direct transfer', () => {
   });
 
   describe('the CLI with --direct', () => {
-    const base = (url = gw()) => ['--owner', owner, '--url', url, '--json'];
+    const base = (url = cliGateway) => ['--owner', owner, '--url', url, '--json'];
     const env = () => ({ CONTENT_TOKEN: token });
     const metric = async () => {
-      const text = await (await fetch(`${testStack().services['content-service']!.adminUrl}/metrics`)).text();
+      const text = await (await fetch(`${cliContent.adminUrl}/metrics`)).text();
       return Number(/content_parts_stored_total\{[^}]*via="presigned"[^}]*\} (\d+)/.exec(text)?.[1] ?? 0);
     };
 
