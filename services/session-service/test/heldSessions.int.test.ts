@@ -143,4 +143,96 @@ describe('sessions held in the cache for their life', () => {
     expect(await withoutRedis.validate(pair.Sid)).toEqual({ userId: expect.any(String), owners });
     expect(await redis.exists(`sess:${tokenHash(pair.Sid)}`)).toBe(0);
   });
+
+  describe('a sid the cache lost, answered from MongoDB', () => {
+    // Counts the repository's calls of one lookup.
+    const counted = () => {
+      const calls: string[] = [];
+      const repo = new SessionRepository(db);
+      const spy = new Proxy(repo, {
+        get: (target, name, receiver) => {
+          const value = Reflect.get(target, name, receiver) as unknown;
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            calls.push(String(name));
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      return { calls, lookups: make(spy, redis) };
+    };
+    const forget = (sid: string) => redis.del(`sess:${tokenHash(sid)}`);
+
+    it('reads the pair alone, which carries its family: one lookup by _id', async () => {
+      const owners = [randomUUID()];
+      const pair = await service.create(randomUUID(), owners, 'cd34');
+      await forget(pair.Sid);
+      const { calls, lookups } = counted();
+      expect(await lookups.validate(pair.Sid)).toEqual({ userId: expect.any(String), owners, thumbprint: 'CD34' });
+      expect(calls).toEqual(['findPairBySid']);
+      // The refreshed pair likewise; the rotated one, marked before its claim, reads the claim too.
+      const next = await service.refresh(pair.Sid, pair.RefreshToken);
+      await Promise.all([forget(pair.Sid), forget(next.Sid)]);
+      calls.length = 0;
+      expect(await lookups.validate(next.Sid)).toEqual({ userId: expect.any(String), owners, thumbprint: 'CD34' });
+      expect(calls).toEqual(['findPairBySid']);
+    });
+
+    it('answers a rotated sid dead when a crash left its pair behind (the pair is marked before the claim)', async () => {
+      const pair = await service.create(randomUUID(), [randomUUID()]);
+      const hash = tokenHash(pair.Sid)!;
+      const stored = (await db.collection('session_pairs').findOne({ _id: hash as never }))!;
+      await service.refresh(pair.Sid, pair.RefreshToken);
+      // The rotation's last step (deleting the old pair) never happened, and Redis lost its tombstone.
+      await db.collection('session_pairs').insertOne({ ...stored, rotating: true });
+      await forget(pair.Sid);
+      const { calls, lookups } = counted();
+      expect(await lookups.validate(pair.Sid)).toBeNull();
+      expect(calls).toEqual(['findPairBySid', 'findRotation']);
+    });
+
+    it('answers a revoked sid dead from its pair, marked before and after its family', async () => {
+      const userId = randomUUID();
+      const pair = await service.create(userId, [randomUUID()]);
+      await service.revokeUser(userId);
+      const doc = await db.collection('session_pairs').findOne({ _id: tokenHash(pair.Sid) as never });
+      expect(doc?.revokedAt).toBeInstanceOf(Date);
+      await forget(pair.Sid); // Redis lost the tombstone
+      expect(await service.validate(pair.Sid)).toBeNull();
+    });
+
+    it('marks, at the next sweep, the pairs of a family revoked without them', async () => {
+      const userId = randomUUID();
+      const owners = [randomUUID()];
+      const pair = await service.create(userId, owners);
+      const hash = tokenHash(pair.Sid)!;
+      const familyId = (await db.collection('session_pairs').findOne({ _id: hash as never }))!.familyId as string;
+      // A revocation cut short after the family's mark, or written by a replica that did not mark pairs.
+      await new SessionRepository(db).revokeFamily(familyId, new Date());
+      await forget(pair.Sid);
+      expect(await service.validate(pair.Sid)).toEqual({ userId, owners });
+      await forget(pair.Sid);
+      await service.reassertRevocations();
+      await forget(pair.Sid);
+      expect(await service.validate(pair.Sid)).toBeNull();
+    });
+
+    it('answers a pair stored before pairs carried their family from its family and its claim', async () => {
+      const userId = randomUUID();
+      const owners = [randomUUID()];
+      const pair = await service.create(userId, owners, 'ef56');
+      const hash = tokenHash(pair.Sid)!;
+      await db
+        .collection('session_pairs')
+        .updateOne({ _id: hash as never }, { $unset: { carriesFamily: '', thumbprint: '' } });
+      await forget(pair.Sid);
+      const { calls, lookups } = counted();
+      expect(await lookups.validate(pair.Sid)).toEqual({ userId, owners, thumbprint: 'EF56' });
+      expect(calls.sort()).toEqual(['findFamily', 'findPairBySid', 'findRotation']);
+      const familyId = (await db.collection('session_pairs').findOne({ _id: hash as never }))!.familyId as string;
+      await new SessionRepository(db).revokeFamily(familyId, new Date());
+      await forget(pair.Sid);
+      expect(await lookups.validate(pair.Sid)).toBeNull();
+    });
+  });
 });

@@ -65,7 +65,7 @@ export class SessionService {
     };
     await this.repo.insertFamily(family);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
-    const pair = this.pairFor(issued, userId, owners, now, this.endOf(family));
+    const pair = this.pairFor(issued, family, owners, now);
     await this.repo.insertPair({ ...pair, familyId: family._id });
     await this.hold(pair, family);
     return issued;
@@ -129,6 +129,8 @@ export class SessionService {
     }
 
     await this.cache.bypass(pair._id).catch(redisDown);
+    // From here a lookup of this pair in MongoDB reads the rotation claim too.
+    await this.repo.markRotating(pair._id);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
     const claim: RotationDoc = {
       _id: refreshHash,
@@ -138,10 +140,9 @@ export class SessionService {
       expiresAt: pair.refreshExpiresAt,
       next: this.pairFor(
         issued,
-        family.userId,
+        family,
         registration.owners.map((o) => o.toLowerCase()),
         now,
-        endsAt,
       ),
       sealed: sealPair(refreshToken, refreshHash, issued),
       graceUntil: new Date(now.getTime() + this.graceMs),
@@ -234,43 +235,58 @@ export class SessionService {
   /**
    * Revokes a whole family (RFC 9700 §4.14). A cached sid may live as long as the sid itself, so
    * the cache is told first: every sid of the family tombstoned (Redis not answering: 503, nothing
-   * revoked), then MongoDB, then the sids again, for a pair a rotation wrote in between. A 503
-   * after MongoDB said revoked asks for the revocation again (it is idempotent).
+   * revoked) and its pair marked revoked, then the family in MongoDB, then the sids again, for a
+   * pair a rotation wrote in between. A 503 after MongoDB said revoked asks for the revocation
+   * again (it is idempotent).
    */
   async revokeFamily(familyId: string, now: Date): Promise<void> {
-    await this.tombstoneFamily(familyId);
+    await this.tombstoneFamily(familyId, now);
     await this.repo.revokeFamily(familyId, now);
-    await this.tombstoneFamily(familyId);
+    await this.tombstoneFamily(familyId, now);
   }
 
   /**
    * Tombstones again every sid of the families revoked within a sid's life (at most `limit`, the
-   * latest first): a tombstone Redis lost (a restart that lost its last writes, a failover, a
-   * restored backup) cannot leave a revoked sid answered from the cache past the next sweep.
+   * latest first), and marks their pairs again: a tombstone Redis lost (a restart that lost its
+   * last writes, a failover, a restored backup), or a revocation cut short between the family's
+   * mark and its pairs', cannot leave a revoked sid answered past the next sweep.
    */
   async reassertRevocations(limit = 1000): Promise<number> {
-    const since = new Date(this.clock().getTime() - this.lifetimes.sidTtlMs);
+    const now = this.clock();
+    const since = new Date(now.getTime() - this.lifetimes.sidTtlMs);
     const families = await this.repo.familiesRevokedSince(since, limit);
-    for (const familyId of families) await this.tombstoneFamily(familyId);
+    for (const familyId of families) await this.tombstoneFamily(familyId, now);
     return families.length;
   }
 
-  private async tombstoneFamily(familyId: string): Promise<void> {
+  /** Every sid of the family tombstoned in Redis (else 503), then every pair marked revoked in MongoDB. */
+  private async tombstoneFamily(familyId: string, at: Date): Promise<void> {
     const sidHashes = await this.repo.sidHashesOfFamily(familyId);
     await Promise.all(sidHashes.map((h) => this.cache.revoked(h))).catch(redisDown);
+    await this.repo.markPairsRevoked(sidHashes, at);
   }
 
-  /** The stored form of a new pair; neither expiry goes past the family's end. */
-  private pairFor(issued: IssuedPair, userId: string, owners: string[], now: Date, endsAt: Date): NextPair {
-    const end = endsAt.getTime();
+  /**
+   * The stored form of a new pair, with what a lookup needs of its family; neither expiry goes
+   * past the family's end.
+   */
+  private pairFor(
+    issued: IssuedPair,
+    family: Pick<FamilyDoc, 'userId' | 'thumbprint' | 'createdAt'>,
+    owners: string[],
+    now: Date,
+  ): NextPair {
+    const end = this.endOf(family).getTime();
     return {
       _id: tokenHash(issued.Sid)!,
       refreshHash: tokenHash(issued.RefreshToken)!,
-      userId,
+      userId: family.userId,
       owners,
       sidExpiresAt: new Date(Math.min(now.getTime() + this.lifetimes.sidTtlMs, end)),
       refreshExpiresAt: new Date(Math.min(now.getTime() + this.lifetimes.refreshTtlMs, end)),
       createdAt: now,
+      carriesFamily: true,
+      ...(family.thumbprint ? { thumbprint: family.thumbprint } : {}),
     };
   }
 }

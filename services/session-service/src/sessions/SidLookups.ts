@@ -26,7 +26,8 @@ export function cachedSession(
 
 /**
  * Sid lookups: the Redis cache first (where the session-service holds every pair it writes for
- * the life of its sid), MongoDB on a miss, a rotation under way or Redis not answering.
+ * the life of its sid), MongoDB on a miss, a rotation under way or Redis not answering: one read
+ * of the pair by `_id`, plus its rotation claim once a rotation of it began.
  */
 export class SidLookups {
   constructor(
@@ -68,6 +69,14 @@ export class SidLookups {
     const pair = await this.repo.findPairBySid(sidHash);
     if (!pair) return { state: 'unknown' };
     if (pair.sidExpiresAt.getTime() <= now) return { state: 'dead' };
+    if (pair.carriesFamily) {
+      // One read answers: the pair carries its family's revocation and thumbprint, and says when
+      // a rotation of it may have been claimed.
+      if (pair.revokedAt) return { state: 'dead' };
+      if (pair.rotating && (await this.repo.findRotation(pair.refreshHash))) return { state: 'dead' };
+      return { state: 'live', session: cachedSession(pair, { _id: pair.familyId, thumbprint: pair.thumbprint }) };
+    }
+    // A pair written before pairs carried their family: its family and rotation claim answer.
     const [rotation, family] = await Promise.all([
       this.repo.findRotation(pair.refreshHash),
       this.repo.findFamily(pair.familyId),

@@ -11,7 +11,10 @@ export interface FamilyDoc {
   revokedAt: Date | null;
 }
 
-/** One Sid + RefreshToken pair of a family, keyed by the Sid's hash. Never updated, only inserted and deleted. */
+/**
+ * One Sid + RefreshToken pair of a family, keyed by the Sid's hash. Inserted and deleted; the only
+ * updates are the two marks below, each set once and never cleared.
+ */
 export interface PairDoc {
   _id: string; // sha256 of the Sid
   refreshHash: string; // sha256 of the RefreshToken
@@ -21,6 +24,21 @@ export interface PairDoc {
   sidExpiresAt: Date;
   refreshExpiresAt: Date;
   createdAt: Date;
+  /**
+   * True on pairs that carry what a sid lookup needs of their family (its thumbprint, and its
+   * revocation as `revokedAt`), so that one read of the pair answers it. Pairs written before
+   * this was kept lack it, and their lookups read the family and the rotation claim as well.
+   */
+  carriesFamily?: true;
+  /** The family's certificate thumbprint (upper-case hex), copied when the pair is written. */
+  thumbprint?: string;
+  /** Set on every pair of a family when the family is revoked (before and after the family's own mark). */
+  revokedAt?: Date;
+  /**
+   * Set before a rotation of this pair is claimed: a lookup of a pair so marked reads the
+   * rotation claim too (a crash between the claim and the pair's deletion leaves it in place).
+   */
+  rotating?: true;
 }
 
 /**
@@ -126,6 +144,16 @@ export class SessionRepository {
   async deletePair(pair: Pick<PairDoc, '_id' | 'refreshHash'>): Promise<void> {
     await this.pairs.deleteOne({ _id: pair._id });
     await this.refreshKeys.deleteOne({ _id: pair.refreshHash });
+  }
+
+  /** Marks a pair before its rotation is claimed: its lookups read the rotation claim from then on. */
+  async markRotating(sidHash: string): Promise<void> {
+    await this.pairs.updateOne({ _id: sidHash }, { $set: { rotating: true } });
+  }
+
+  /** Marks pairs of a revoked family, each by its `_id` alone (a filter the local server can serve from its index). */
+  async markPairsRevoked(sidHashes: string[], at: Date): Promise<void> {
+    await Promise.all(sidHashes.map((_id) => this.pairs.updateOne({ _id }, { $set: { revokedAt: at } })));
   }
 
   /** Idempotent: once revoked, a family stays revoked (the time recorded is one of the revocations'). */
