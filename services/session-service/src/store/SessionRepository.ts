@@ -101,9 +101,12 @@ export class SessionRepository {
     await this.families.insertOne(doc);
   }
 
+  /** The pair and its refresh key, written side by side (a refresh key without its pair finds nothing). */
   async insertPair(doc: PairDoc): Promise<void> {
-    await this.pairs.insertOne(doc);
-    await this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt });
+    await Promise.all([
+      this.pairs.insertOne(doc),
+      this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
+    ]);
   }
 
   /**
@@ -111,10 +114,12 @@ export class SessionRepository {
    * concurrent or crashed one claimed): duplicate keys mean it is there.
    */
   async ensurePair(doc: PairDoc): Promise<void> {
-    await ignoreDuplicate(this.pairs.insertOne(doc));
-    await ignoreDuplicate(
-      this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
-    );
+    await Promise.all([
+      ignoreDuplicate(this.pairs.insertOne(doc)),
+      ignoreDuplicate(
+        this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
+      ),
+    ]);
   }
 
   findPairBySid(sidHash: string): Promise<PairDoc | null> {
@@ -142,8 +147,7 @@ export class SessionRepository {
   }
 
   async deletePair(pair: Pick<PairDoc, '_id' | 'refreshHash'>): Promise<void> {
-    await this.pairs.deleteOne({ _id: pair._id });
-    await this.refreshKeys.deleteOne({ _id: pair.refreshHash });
+    await Promise.all([this.pairs.deleteOne({ _id: pair._id }), this.refreshKeys.deleteOne({ _id: pair.refreshHash })]);
   }
 
   /** Marks a pair before its rotation is claimed: its lookups read the rotation claim from then on. */
