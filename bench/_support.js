@@ -13,8 +13,8 @@ const stack = require('../tools/devstack/stack');
 const { backingEnv, ROOT } = stack;
 
 /**
- * Starts the services like tools/devstack/stack.js. With CP_BENCH_PROFILE=<dir> in the environment, the
- * content-service and the gateway write V8 CPU profiles (<name>-<prefix>.cpuprofile) into <dir> when they stop.
+ * Starts the services like tools/devstack/stack.js. With CP_BENCH_PROFILE=<dir> in the environment, every
+ * service writes a V8 CPU profile (<name>-<prefix>.cpuprofile) into <dir> when it stops.
  */
 function startStack(opts = {}) {
   const dir = process.env.CP_BENCH_PROFILE;
@@ -30,6 +30,8 @@ function startStack(opts = {}) {
     ...opts,
     contentNodeArgs: profile('content-service'),
     gatewayNodeArgs: profile('gateway'),
+    sessionNodeArgs: profile('session-service'),
+    authNodeArgs: profile('auth-service'),
   });
 }
 

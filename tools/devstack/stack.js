@@ -200,6 +200,7 @@ async function startStack(opts = {}) {
     const session = await startService('session-service', {
       port: ports.session,
       adminPort: ports.sessionAdmin,
+      nodeArgs: opts.sessionNodeArgs,
       logDir,
       env: sessionEnv,
     });
@@ -216,6 +217,7 @@ async function startStack(opts = {}) {
     const auth = await startService('auth-service', {
       port: ports.auth,
       adminPort: ports.authAdmin,
+      nodeArgs: opts.authNodeArgs,
       logDir,
       env: authEnv,
     });
