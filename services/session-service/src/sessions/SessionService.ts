@@ -128,9 +128,9 @@ export class SessionService {
         : ServiceError.of('CertificateRemoved');
     }
 
-    // Both before the claim: readers of the old sid go to MongoDB, where its pair then says to
-    // read the claim too.
-    await Promise.all([this.cache.bypass(pair._id).catch(redisDown), this.repo.markRotating(pair._id)]);
+    await this.cache.bypass(pair._id).catch(redisDown);
+    // From here a lookup of this pair in MongoDB reads the rotation claim too.
+    await this.repo.markRotating(pair._id);
     const issued: IssuedPair = { Sid: newToken(), RefreshToken: newToken() };
     const claim: RotationDoc = {
       _id: refreshHash,
@@ -183,21 +183,18 @@ export class SessionService {
    * run them again: write the new pair, tombstone the old sid, delete the old pair.
    */
   private async finish(rotation: RotationDoc, issued: IssuedPair): Promise<IssuedPair> {
-    // The new pair's writes and the old pair's end are independent once the claim stands.
-    await Promise.all([
-      this.repo.ensurePair({ ...rotation.next!, familyId: rotation.familyId }),
-      this.cache
-        .tombstone(rotation.sidHash)
-        .catch((error: unknown) =>
-          this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'),
-        ),
-      this.repo
-        .deletePair({ _id: rotation.sidHash, refreshHash: rotation._id })
-        .catch((error: unknown) =>
-          this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'),
-        ),
-    ]);
-    // A reuse elsewhere may have revoked the family while this rotation ran (read after the new pair is written).
+    await this.repo.ensurePair({ ...rotation.next!, familyId: rotation.familyId });
+    await this.cache
+      .tombstone(rotation.sidHash)
+      .catch((error: unknown) =>
+        this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'),
+      );
+    await this.repo
+      .deletePair({ _id: rotation.sidHash, refreshHash: rotation._id })
+      .catch((error: unknown) =>
+        this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'),
+      );
+    // A reuse elsewhere may have revoked the family while this rotation ran.
     const after = await this.repo.findFamily(rotation.familyId);
     if (!after || after.revokedAt) {
       await this.revokeFamily(rotation.familyId, this.clock());

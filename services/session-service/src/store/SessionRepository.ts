@@ -101,12 +101,9 @@ export class SessionRepository {
     await this.families.insertOne(doc);
   }
 
-  /** The pair and its refresh key, written side by side (a refresh key without its pair finds nothing). */
   async insertPair(doc: PairDoc): Promise<void> {
-    await Promise.all([
-      this.pairs.insertOne(doc),
-      this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
-    ]);
+    await this.pairs.insertOne(doc);
+    await this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt });
   }
 
   /**
@@ -114,12 +111,10 @@ export class SessionRepository {
    * concurrent or crashed one claimed): duplicate keys mean it is there.
    */
   async ensurePair(doc: PairDoc): Promise<void> {
-    await Promise.all([
-      ignoreDuplicate(this.pairs.insertOne(doc)),
-      ignoreDuplicate(
-        this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
-      ),
-    ]);
+    await ignoreDuplicate(this.pairs.insertOne(doc));
+    await ignoreDuplicate(
+      this.refreshKeys.insertOne({ _id: doc.refreshHash, sidHash: doc._id, expiresAt: doc.refreshExpiresAt }),
+    );
   }
 
   findPairBySid(sidHash: string): Promise<PairDoc | null> {
@@ -147,7 +142,8 @@ export class SessionRepository {
   }
 
   async deletePair(pair: Pick<PairDoc, '_id' | 'refreshHash'>): Promise<void> {
-    await Promise.all([this.pairs.deleteOne({ _id: pair._id }), this.refreshKeys.deleteOne({ _id: pair.refreshHash })]);
+    await this.pairs.deleteOne({ _id: pair._id });
+    await this.refreshKeys.deleteOne({ _id: pair.refreshHash });
   }
 
   /** Marks a pair before its rotation is claimed: its lookups read the rotation claim from then on. */
