@@ -437,4 +437,54 @@ describe('outages of S3, MongoDB and Redis', () => {
         `restarted and ready ${Math.round(readyMs)} ms after the kill; the client's retry got the pair after ${retries} tries, ${Math.round(performance.now() - killedAt)} ms after the kill`,
     );
   });
+  it('keeps every sign-in guarantee when Redis loses its data (FLUSHALL)', async () => {
+    const status = async (pair: { Sid: string }) =>
+      (await timed(v1(known.id), { method: 'HEAD', headers: { authorization: `auth.sid ${pair.Sid}` } })).status;
+    const json = (r: Reply) => JSON.parse(r.body.toString()) as { Sid: string; RefreshToken: string };
+    // Before the loss: a rotated pair, a refresh whose answer the client "lost", and a family
+    // revoked by a reuse (its used token presented with another sid).
+    const first = await signIn();
+    const rotated = await refresh(first);
+    expect(rotated.status).toBe(200);
+    const second = json(rotated);
+    const lost = await refresh(second);
+    expect(lost.status).toBe(200);
+    const reused = await signIn();
+    const reusedNext = await refresh(reused);
+    expect(reusedNext.status).toBe(200);
+    const reuse = await refresh({ Sid: second.Sid, RefreshToken: reused.RefreshToken });
+    expect(reuse.status).toBe(403);
+    const pending = await challenge();
+
+    const flushed = await run('redis-cli', ['-p', new URL(backing.env.REDIS_URL).port, 'FLUSHALL']);
+    expect(flushed.stdout.trim()).toBe('OK');
+
+    // Every sid answered from MongoDB as before: the rotated and the revoked dead, the live alive.
+    expect(await status(first)).toBe(401);
+    expect(await status(second)).toBe(401); // rotated by the refresh whose answer was lost
+    expect(await status(json(reusedNext))).toBe(401);
+    expect(await status(json(lost))).toBe(200);
+    expect((await refresh(json(reusedNext))).status).toBe(403);
+    // A lost answer is not a reuse: the same refresh again, within the grace window, gets the same pair.
+    const again = await refresh(second);
+    expect(`${again.status} ${again.body.toString()}`).toBe(`200 ${lost.body.toString()}`);
+    // One rotation wins among concurrent refreshes of one pair.
+    const burst = await Promise.all(Array.from({ length: 4 }, () => refresh(json(lost))));
+    const winners = new Set(burst.filter((r) => r.status === 200).map((r) => r.body.toString()));
+    expect(burst.map((r) => r.status).filter((s) => s !== 200 && s !== 503)).toEqual([]);
+    expect(winners.size).toBe(1);
+    const latest = JSON.parse([...winners][0]!) as { Sid: string; RefreshToken: string };
+    expect(await status(latest)).toBe(200);
+    expect(await status(json(lost))).toBe(401);
+    // A challenge issued before the loss is gone (sign in again); a new sign-in works at once.
+    expect((await approve(pending)).status).not.toBe(200);
+    const fresh = await signIn();
+    expect(await status(fresh)).toBe(200);
+    // A revocation after the loss takes effect at once (the fresh pair's family, by a reuse).
+    const freshNext = await refresh(fresh);
+    expect(freshNext.status).toBe(200);
+    expect((await refresh({ Sid: latest.Sid, RefreshToken: fresh.RefreshToken })).status).toBe(403);
+    expect(await status(json(freshNext))).toBe(401);
+    expect(await status(latest)).toBe(200); // another family: untouched
+  });
 });
