@@ -13,7 +13,7 @@ export interface FamilyDoc {
 
 /**
  * One Sid + RefreshToken pair of a family, keyed by the Sid's hash. Inserted and deleted; the only
- * updates are the two marks below, each set once and never cleared.
+ * updates set the two marks below, which are never cleared.
  */
 export interface PairDoc {
   _id: string; // sha256 of the Sid
