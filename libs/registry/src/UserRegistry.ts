@@ -47,8 +47,9 @@ export class UserRegistry implements RegistrationChecker {
     await this.certificates.createIndex({ userId: 1 });
   }
 
-  async certificate(thumbprint: string): Promise<CertificateDoc | null> {
-    return this.certificates.findOne({ _id: thumbprint.toUpperCase() });
+  /** Whose certificate this is, if it is registered: the stored certificate itself is not read. */
+  async certificate(thumbprint: string): Promise<Pick<CertificateDoc, '_id' | 'userId'> | null> {
+    return this.certificates.findOne({ _id: thumbprint.toUpperCase() }, { projection: { userId: 1 } });
   }
 
   async user(userId: string): Promise<UserDoc | null> {

@@ -217,6 +217,45 @@ describe('sessions held in the cache for their life', () => {
       expect(await service.validate(pair.Sid)).toBeNull();
     });
 
+    it("refreshes from the sid's pair and the token's claim: no family read before the claim", async () => {
+      const pair = await service.create(randomUUID(), [randomUUID()], 'ab12');
+      const { calls, lookups } = counted();
+      const next = await lookups.refresh(pair.Sid, pair.RefreshToken);
+      expect(calls.slice(0, 2).sort()).toEqual(['findPairBySid', 'findRotation']);
+      expect(calls.slice(2)).toEqual(['markRotating', 'claimRotation', 'ensurePair', 'deletePair', 'findFamily']);
+      // A live token with another sid, and an unknown token, are still told apart.
+      const other = await service.create(randomUUID(), [randomUUID()]);
+      await expect(lookups.refresh(other.Sid, next.RefreshToken)).rejects.toMatchObject({ code: 'SidMismatch' });
+      const unknown = next.RefreshToken.replace(/^./, (c) => (c === 'A' ? 'B' : 'A'));
+      await expect(lookups.refresh(next.Sid, unknown)).rejects.toMatchObject({ code: 'InvalidRefreshToken' });
+      // The next pair carries the sign-in time as well: its refresh reads no family before the claim either.
+      calls.length = 0;
+      expect((await lookups.refresh(next.Sid, next.RefreshToken)).Sid).toEqual(expect.any(String));
+      expect(calls.filter((c) => c === 'findFamily')).toHaveLength(1);
+    });
+
+    it('refuses the refresh of a family revoked before its pair was marked, after the claim', async () => {
+      const pair = await service.create(randomUUID(), [randomUUID()]);
+      const familyId = (await db.collection('session_pairs').findOne({ _id: tokenHash(pair.Sid) as never }))!
+        .familyId as string;
+      // A revocation cut short after the family's mark: the pair says nothing yet.
+      await new SessionRepository(db).revokeFamily(familyId, new Date());
+      await expect(service.refresh(pair.Sid, pair.RefreshToken)).rejects.toMatchObject({ code: 'SessionRevoked' });
+      const pairs = await db.collection('session_pairs').find({ familyId }).toArray();
+      expect(pairs.length).toBeGreaterThan(0);
+      for (const p of pairs) expect(p.revokedAt).toBeInstanceOf(Date);
+      expect(await service.validate(pair.Sid)).toBeNull();
+    });
+
+    it('refreshes a pair stored before pairs carried the sign-in time by reading its family', async () => {
+      const pair = await service.create(randomUUID(), [randomUUID()]);
+      const hash = tokenHash(pair.Sid)!;
+      await db.collection('session_pairs').updateOne({ _id: hash as never }, { $unset: { familyCreatedAt: '' } });
+      const { calls, lookups } = counted();
+      expect((await lookups.refresh(pair.Sid, pair.RefreshToken)).Sid).toEqual(expect.any(String));
+      expect(calls.filter((c) => c === 'findFamily')).toHaveLength(2);
+    });
+
     it('answers a pair stored before pairs carried their family from its family and its claim', async () => {
       const userId = randomUUID();
       const owners = [randomUUID()];

@@ -4,7 +4,7 @@ import { ServiceError } from '@cp/errors';
 import type { Logger } from '@cp/logging';
 import { newToken, sameHash, tokenHash, type SessionCache } from '@cp/session-cache';
 import type { RegistrationChecker } from '@cp/registry';
-import type { FamilyDoc, NextPair, RotationDoc, SessionRepository } from '../store/SessionRepository';
+import type { FamilyDoc, NextPair, PairDoc, RotationDoc, SessionRepository } from '../store/SessionRepository';
 import type { Clock } from '@cp/service-kit';
 import { openPair, sealPair } from './SealedPair';
 import { cachedSession, SidLookups, type ValidSession } from './SidLookups';
@@ -105,15 +105,16 @@ export class SessionService {
     const refreshHash = tokenHash(refreshToken);
     const sidHash = tokenHash(sid);
     if (!refreshHash) throw ServiceError.of('InvalidRefreshToken');
-    const [pair, rotation] = await Promise.all([
-      this.repo.findPairByRefresh(refreshHash),
+    // The sid's pair, read by `_id`, answers a refresh with its own token in one read.
+    const [bySid, rotation] = await Promise.all([
+      sidHash ? this.repo.findPairBySid(sidHash) : null,
       this.repo.findRotation(refreshHash),
     ]);
     if (rotation) return this.replay(rotation, refreshToken, sidHash);
-    if (!pair) throw ServiceError.of('InvalidRefreshToken');
-    if (!sidHash || !sameHash(sidHash, pair._id)) throw ServiceError.of('SidMismatch');
+    const pair = bySid && sameHash(bySid.refreshHash, refreshHash) ? bySid : null;
+    if (!pair) return this.notThisSids(refreshHash, refreshToken, sidHash);
     onUser?.(pair.userId, undefined);
-    const family = await this.repo.findFamily(pair.familyId);
+    const family = await this.familyOf(pair);
     if (!family || family.revokedAt) throw ServiceError.of('SessionRevoked');
     onUser?.(family.userId, family.thumbprint);
     const endsAt = this.endOf(family);
@@ -150,6 +151,37 @@ export class SessionService {
     if (await this.repo.claimRotation(claim)) return this.finish(claim, issued);
     // Another refresh with this token claimed first: its pair is in its claim.
     return this.replay(await this.claimOf(refreshHash), refreshToken, sidHash);
+  }
+
+  /**
+   * A refresh token that is not the one of the sid's pair: another pair's (the sid does not go
+   * with it), one rotated while the first reads ran (its claim is there now), or none.
+   */
+  private async notThisSids(refreshHash: string, refreshToken: string, sidHash: string | null): Promise<IssuedPair> {
+    const [pair, rotation] = await Promise.all([
+      this.repo.findPairByRefresh(refreshHash),
+      this.repo.findRotation(refreshHash),
+    ]);
+    if (rotation) return this.replay(rotation, refreshToken, sidHash);
+    if (!pair) throw ServiceError.of('InvalidRefreshToken');
+    throw ServiceError.of('SidMismatch');
+  }
+
+  /**
+   * The pair's family: from the pair itself when it carries what a refresh needs of it (its sign-in
+   * time, thumbprint and revocation), else read. A revocation that marked the family but not yet
+   * this pair is caught after the claim, where the family is read before the new pair is held.
+   */
+  private async familyOf(pair: PairDoc): Promise<FamilyDoc | null> {
+    if (!pair.carriesFamily || !pair.familyCreatedAt) return this.repo.findFamily(pair.familyId);
+    return {
+      _id: pair.familyId,
+      userId: pair.userId,
+      owners: pair.owners,
+      ...(pair.thumbprint ? { thumbprint: pair.thumbprint } : {}),
+      createdAt: pair.familyCreatedAt,
+      revokedAt: pair.revokedAt ?? null,
+    };
   }
 
   /**
@@ -190,7 +222,7 @@ export class SessionService {
         this.logger.warn({ err: String(error) }, 'tombstone after rotation failed; the bypass mark stands'),
       );
     await this.repo
-      .deletePair({ _id: rotation.sidHash, refreshHash: rotation._id })
+      .deletePair(rotation.sidHash)
       .catch((error: unknown) =>
         this.logger.warn({ err: String(error) }, 'deleting a rotated pair failed; the sweeper will'),
       );
@@ -286,6 +318,7 @@ export class SessionService {
       refreshExpiresAt: new Date(Math.min(now.getTime() + this.lifetimes.refreshTtlMs, end)),
       createdAt: now,
       carriesFamily: true,
+      familyCreatedAt: family.createdAt,
       ...(family.thumbprint ? { thumbprint: family.thumbprint } : {}),
     };
   }

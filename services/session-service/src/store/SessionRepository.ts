@@ -32,6 +32,11 @@ export interface PairDoc {
   carriesFamily?: true;
   /** The family's certificate thumbprint (upper-case hex), copied when the pair is written. */
   thumbprint?: string;
+  /**
+   * The family's sign-in time, copied when the pair is written, so that a refresh needs no read
+   * of the family before its claim. Absent on pairs from before it was kept: those read it.
+   */
+  familyCreatedAt?: Date;
   /** Set on every pair of a family when the family is revoked (before and after the family's own mark). */
   revokedAt?: Date;
   /**
@@ -141,9 +146,12 @@ export class SessionRepository {
     return ignoreDuplicate(this.rotations.insertOne(doc));
   }
 
-  async deletePair(pair: Pick<PairDoc, '_id' | 'refreshHash'>): Promise<void> {
-    await this.pairs.deleteOne({ _id: pair._id });
-    await this.refreshKeys.deleteOne({ _id: pair.refreshHash });
+  /**
+   * Deletes a rotated pair. Its refresh key stays until the sweeper removes it at the token's
+   * expiry, as the rotation claim does: it leads to no pair, and the claim answers first.
+   */
+  async deletePair(sidHash: string): Promise<void> {
+    await this.pairs.deleteOne({ _id: sidHash });
   }
 
   /** Marks a pair before its rotation is claimed: its lookups read the rotation claim from then on. */
