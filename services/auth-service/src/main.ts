@@ -22,10 +22,22 @@ startService({
       commandTimeoutMs: config.REDIS_TIMEOUT_MS,
       scripts: RND_SCRIPTS,
     });
+    // The trust lists read (and their certificates decoded) before the first sign-in needs them.
+    const trust = new TrustStore(db);
+    const readingSince = Date.now();
+    await trust.anchors().then(
+      (a) =>
+        logger.info(
+          { roots: a.roots.length, intermediates: a.intermediates.length, ms: Date.now() - readingSince },
+          'trust lists read',
+        ),
+      (error: unknown) =>
+        logger.warn({ err: String(error) }, 'could not read the trust lists at start; the first sign-in will'),
+    );
     const signIn = new CertificateSignIn(
       {
         users,
-        chains: new ChainValidator(new TrustStore(db)),
+        chains: new ChainValidator(trust),
         rnds: new RndStore(redis, config.RND_MAX_TRIES),
         sessions: new HttpSessionClient(config.SESSION_SERVICE_URL, config.SESSION_SERVICE_INTERNAL_SECRET),
         clock: systemClock,
