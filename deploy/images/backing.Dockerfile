@@ -34,7 +34,7 @@ FROM slim AS ferretdb
 COPY ferretdb /usr/local/bin/ferretdb
 # FerretDB reads FERRETDB_* variables for its flags; its debug listener answers /debug/readyz.
 ENV FERRETDB_HANDLER=sqlite \
-    FERRETDB_SQLITE_URL=file:/data/ \
+    FERRETDB_SQLITE_URL=file:/data/?_pragma=synchronous(normal) \
     FERRETDB_LISTEN_ADDR=:27017 \
     FERRETDB_DEBUG_ADDR=127.0.0.1:8088 \
     FERRETDB_STATE_DIR=- \

@@ -49,7 +49,7 @@ export class BackingServer {
           cmd: join(TOOLS, 'ferretdb'),
           args: [
             '--handler=sqlite',
-            `--sqlite-url=file:${data}/`,
+            `--sqlite-url=file:${data}/?_pragma=synchronous(normal)`,
             `--listen-addr=127.0.0.1:${this.port}`,
             '--state-dir=-',
             '--debug-addr=-',

@@ -62,7 +62,7 @@ function backingCommands(ports, dataDir) {
       command: path.join(TOOLS, 'ferretdb'),
       args: [
         '--handler=sqlite',
-        `--sqlite-url=file:${dir('ferretdb')}/`,
+        `--sqlite-url=file:${dir('ferretdb')}/?_pragma=synchronous(normal)`,
         `--listen-addr=127.0.0.1:${ports.mongodb}`,
         '--state-dir=-',
         '--debug-addr=-',
